@@ -1,0 +1,154 @@
+package gen
+
+import (
+	"crypto/tls"
+	"time"
+)
+
+// Node is a running node: a set of processes and its network.
+type Node interface {
+	// Name returns the node name, name@host or name@host:port.
+	Name() Atom
+	// Creation tells this life of the node from earlier ones; it changes on every start.
+	Creation() int64
+	// IsAlive reports whether the node is running.
+	IsAlive() bool
+	// Uptime is the time since the node started.
+	Uptime() time.Duration
+
+	// Spawn starts a process with no parent.
+	Spawn(factory ProcessFactory, options ProcessOptions, args ...any) (PID, error)
+	// SpawnRegister starts a process under a registered name; ErrTaken if the
+	// name is in use.
+	SpawnRegister(register Atom, factory ProcessFactory, options ProcessOptions, args ...any) (PID, error)
+	// Send sends a message from the node itself; see Process.Send.
+	Send(to any, message any) error
+	// Call sends a request from the node and waits for the response
+	// (DefaultRequestTimeout). Ergo has no node-level Call; Regent adds it.
+	Call(to any, request any) (any, error)
+	// Inspect asks a local or remote process for its inspection map. Ergo has
+	// no node-level Inspect; Regent adds it.
+	Inspect(pid PID, items ...string) (map[string]string, error)
+	// Kill terminates a local process with TerminateReasonKill.
+	Kill(pid PID) error
+	// SendExit sends an exit signal from the node to a process.
+	SendExit(pid PID, reason error) error
+	// ProcessList lists the local processes.
+	ProcessList() ([]PID, error)
+	// ProcessInfo describes one local process.
+	ProcessInfo(pid PID) (ProcessInfo, error)
+
+	// Network returns the node's network.
+	Network() Network
+	// Log returns the node's logger.
+	Log() Log
+
+	// Stop terminates every process with TerminateReasonShutdown, tells remote
+	// monitors, closes the network and returns when everything has ended.
+	Stop()
+	// StopForce closes the network at once and abandons running processes'
+	// callbacks; remote peers see ErrNoConnection.
+	StopForce()
+	// Wait blocks until the node has stopped.
+	Wait()
+	// WaitWithTimeout is Wait with a bound; ErrTimeout if it passes.
+	WaitWithTimeout(timeout time.Duration) error
+}
+
+// Network is a node's connections to other nodes.
+type Network interface {
+	// RegisterTypes registers the message types that may cross the wire.
+	// Register every type on every node before it exchanges messages;
+	// registering an already registered type is not an error.
+	RegisterTypes(types []any) error
+	// RegisterErrors registers sentinel errors so that they arrive as the
+	// same value (errors.Is works); other errors arrive as their text.
+	RegisterErrors(errs []error) error
+	// AddRoute says where to dial a node: address is host:port.
+	AddRoute(node Atom, address string) error
+	// RemoveRoute forgets a route added with AddRoute.
+	RemoveRoute(node Atom) error
+	// Nodes lists the nodes with an established connection.
+	Nodes() []Atom
+	// Disconnect closes the connection to node; monitors see ErrNoConnection.
+	Disconnect(node Atom) error
+	// AcceptorAddress is the host:port the node accepts connections on, empty
+	// when it does not listen.
+	AcceptorAddress() string
+	// Stats returns the network's counters.
+	Stats() NetworkStats
+}
+
+// NetworkStats are a network's counters since the node started.
+type NetworkStats struct {
+	Connections        int
+	FramesIn           uint64
+	FramesOut          uint64
+	BytesIn            uint64
+	BytesOut           uint64
+	HandshakesRejected uint64
+	// Dropped counts discarded frames and closed connections by reason, such
+	// as "unknown_type", "malformed", "too_large", "keepalive_timeout".
+	Dropped map[string]uint64
+}
+
+// NetworkMode enables or disables a node's network.
+type NetworkMode int
+
+const (
+	// NetworkModeEnabled: the node accepts and dials connections (the default).
+	NetworkModeEnabled NetworkMode = iota
+	// NetworkModeDisabled: the node is local only; remote sends fail with ErrNoConnection.
+	NetworkModeDisabled
+)
+
+// NodeOptions configure node.Start.
+type NodeOptions struct {
+	Network NetworkOptions
+	Log     LogOptions
+}
+
+// NetworkOptions configure a node's network. Zero values take the documented defaults.
+type NetworkOptions struct {
+	Mode NetworkMode
+	// Cookie is the shared secret both sides of a connection must know. It
+	// never crosses the wire: each side proves it with an HMAC over the other
+	// side's fresh random challenge. Empty is allowed only for tests and
+	// makes every node with an empty cookie a peer.
+	Cookie string
+	// Acceptor says where to listen.
+	Acceptor AcceptorOptions
+	// Routes map node names to host:port addresses to dial. A node name of
+	// the form name@host:port needs no route.
+	Routes map[Atom]string
+	// TLS, when set, wraps every connection in TLS with this configuration
+	// on both sides (set ClientAuth and ClientCAs to require client
+	// certificates, RootCAs and Certificates for dialling).
+	TLS *tls.Config
+	// KeepAlivePeriod is how often an idle connection sends a keepalive
+	// frame. Default 1s.
+	KeepAlivePeriod time.Duration
+	// KeepAliveTimeout is how long a connection may stay silent before the
+	// peer is declared down. Default 3s; must exceed KeepAlivePeriod.
+	KeepAliveTimeout time.Duration
+	// MaxFrameSize caps one frame, in bytes, in both directions. Default 4 MiB.
+	MaxFrameSize int
+	// HandshakeTimeout bounds dialling plus the handshake. Default 5s.
+	HandshakeTimeout time.Duration
+	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait after a
+	// failed dial before the next attempt; sends in between fail fast with
+	// ErrNoConnection. Defaults 100ms and 5s; the wait doubles per failure.
+	ReconnectBackoffMin time.Duration
+	ReconnectBackoffMax time.Duration
+}
+
+// AcceptorOptions say where a node listens.
+type AcceptorOptions struct {
+	// Disabled: the node only dials.
+	Disabled bool
+	// Host to listen on. Default: the host part of the node name.
+	Host string
+	// Port to listen on. 0 means the port in the node name, or a free port
+	// when the name has none.
+	Port uint16
+}
