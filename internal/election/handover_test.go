@@ -1,0 +1,98 @@
+package election
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// Issue 8, item 4: graceful handover.
+func TestStepDownHandsOverToReachablePeer(t *testing.T) {
+	nw, l := settledLeader(t, 5, 11, withPreVote)
+	term := l.core.Term()
+
+	effectsBefore, sentBefore := len(l.effects), len(l.sent)
+	start := nw.now
+	nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.StepDown(now)) })
+	assert.False(t, l.core.IsLeader())
+
+	// The leader stops acting as leader before it hands over.
+	var first Effect
+	for _, e := range l.effects[effectsBefore:] {
+		if _, ok := e.(BecomeFollower); ok {
+			first = e
+			break
+		}
+	}
+	assert.Equal(t, BecomeFollower{}, first)
+	var to gen.PID
+	for _, o := range l.sent[sentBefore:] {
+		if m, ok := o.Message.(MessageTimeoutNow); ok {
+			to = o.To
+			assert.Equal(t, term, m.Term)
+		}
+	}
+	require.NotEqual(t, gen.PID{}, to, "a reachable peer got MessageTimeoutNow")
+
+	nw.flush()
+	nl := nw.leaders()
+	require.Len(t, nl, 1, "the target won at once, despite stickiness")
+	assert.Equal(t, to, nl[0].pid)
+	assert.Equal(t, term+1, nl[0].core.Term())
+	assert.Equal(t, start, nw.now, "no election timeout had to pass")
+	nw.run(time.Second)
+	assert.Same(t, nl[0], nw.settle(time.Second))
+}
+
+func TestTransferLeadershipToChosenNode(t *testing.T) {
+	nw, l := settledLeader(t, 3, 12, withPreVote)
+	target := nw.other(l)
+	nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.TransferLeadership(now, target.name)) })
+	nw.flush()
+	assert.True(t, target.core.IsLeader())
+
+	t.Run("only a leader can hand over", func(t *testing.T) {
+		require.ErrorIs(t, l.core.StepDown(nw.now), gen.ErrNotAllowed)
+		require.ErrorIs(t, l.core.TransferLeadership(nw.now, target.name), gen.ErrNotAllowed)
+	})
+	t.Run("a node that is not a member is refused", func(t *testing.T) {
+		require.ErrorIs(t, target.core.TransferLeadership(nw.now, "n9@host"), gen.ErrIncorrect)
+		assert.True(t, target.core.IsLeader())
+	})
+}
+
+// "if the target does not win within an election timeout the cluster elects as usual"
+func TestHandoverToDeadTargetFallsBackToElection(t *testing.T) {
+	nw, l := settledLeader(t, 3, 13, withPreVote)
+	target := nw.other(l)
+	nw.isolate(target) // the handover message is lost
+	nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.TransferLeadership(now, target.name)) })
+	nw.run(10 * time.Millisecond)
+	assert.Empty(t, nw.leaders())
+	nw.heal()
+	nw.settle(5 * time.Second)
+}
+
+func TestHandoverRefusalsAndStrayTimeoutNow(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	term := h.lead(2)
+	t.Run("a peer that never answered cannot take over", func(t *testing.T) {
+		require.ErrorIs(t, h.c.TransferLeadership(h.now, nodeName(3)), gen.ErrNotAllowed)
+		assert.True(t, h.c.IsLeader())
+	})
+	t.Run("a leader ignores MessageTimeoutNow", func(t *testing.T) {
+		h.step(2, MessageTimeoutNow{ClusterID: testCluster, Term: term, Leader: procID(nodeName(2))})
+		assert.True(t, h.c.IsLeader())
+		assert.Equal(t, term, h.c.Term())
+		assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropUnexpected])
+	})
+	t.Run("a lone leader has nobody to step down to", func(t *testing.T) {
+		h.c.SendFailed(h.now, nodeName(2), gen.ErrNoConnection)
+		require.ErrorIs(t, h.c.StepDown(h.now), gen.ErrNotAllowed)
+		assert.True(t, h.c.IsLeader())
+	})
+}

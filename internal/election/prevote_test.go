@@ -1,0 +1,149 @@
+package election
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+)
+
+func withPreVote(c *Config) { c.PreVote = true; c.Evidence = EvidenceReplies }
+
+// Issue 8, item 1: an isolated follower that returns does not disturb a
+// healthy leader, because it must win a pre-vote before bumping its term.
+func TestPreVoteKeepsLeaderAfterIsolatedFollowerHeals(t *testing.T) {
+	isolateAndHeal := func(t *testing.T, tune func(*Config)) (before, after uint64, same bool) {
+		nw := newNetwork(t, 5, 8, tune)
+		l := nw.settle(5 * time.Second)
+		f := nw.other(l)
+		before = l.core.Term()
+		nw.isolate(f)
+		nw.run(10 * f.core.cfg.ElectionTimeoutMax)
+		nw.heal()
+		nw.run(2 * f.core.cfg.ElectionTimeoutMax)
+		final := nw.settle(5 * time.Second)
+		return before, final.core.Term(), final == l
+	}
+	t.Run("with PreVote the leader and the term stay as they were", func(t *testing.T) {
+		before, after, same := isolateAndHeal(t, withPreVote)
+		assert.True(t, same)
+		assert.Equal(t, before, after)
+	})
+	t.Run("without PreVote the returning follower forces a new term", func(t *testing.T) {
+		before, after, _ := isolateAndHeal(t, func(c *Config) { c.Evidence = EvidenceReplies })
+		assert.Greater(t, after, before, "the contrast that shows the pre-vote test can fail")
+	})
+}
+
+// "the pre-voter does not change its own term or vote"
+func TestPreVoteChangesNoTermOrVote(t *testing.T) {
+	h := newHarness(t, 2, withPreVote)
+	h.take()
+	h.fire(TimerElection)
+	rd := h.take()
+	assert.Equal(t, uint64(0), h.c.Term(), "the pre-candidate keeps its term")
+	assert.Nil(t, rd.HardState)
+	reqs := messagesOf[MessageRequestVote](rd)
+	require.Len(t, reqs, 2)
+	for _, o := range reqs {
+		m := o.Message.(MessageRequestVote)
+		assert.True(t, m.PreVote)
+		assert.Equal(t, uint64(1), m.Term, "it asks about term+1")
+	}
+	assert.True(t, h.c.Status(h.now).PreVoting)
+
+	h.step(2, MessageVote{ClusterID: testCluster, Term: 1, Granted: true, PreVote: true, Voter: procID(nodeName(2))})
+	rd = h.take()
+	assert.Equal(t, RoleCandidate, h.c.Role(), "a won pre-vote campaigns for real")
+	assert.Equal(t, uint64(1), h.c.Term())
+	for _, o := range messagesOf[MessageRequestVote](rd) {
+		assert.False(t, o.Message.(MessageRequestVote).PreVote)
+	}
+
+	t.Run("a pre-voter grants without changing its own state", func(t *testing.T) {
+		h := newHarness(t, 2, withPreVote)
+		h.take()
+		h.step(2, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(2)), PreVote: true})
+		rd := h.take()
+		v := lastVote(t, rd)
+		assert.True(t, v.Granted)
+		assert.True(t, v.PreVote)
+		assert.Equal(t, uint64(0), h.c.Term())
+		assert.Nil(t, rd.HardState, "nothing to persist")
+	})
+}
+
+// "a peer that has heard from a live leader within ElectionTimeoutMin says no,
+// to a pre-vote and to a real vote alike (except Transfer)"
+func TestLeaderStickinessRefusesVotes(t *testing.T) {
+	h := newHarness(t, 2, withPreVote)
+	h.heartbeat(2, 3)
+	h.take()
+	h.advance(h.c.cfg.ElectionTimeoutMin - time.Millisecond)
+
+	h.step(3, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(3)), PreVote: true})
+	assert.False(t, lastVote(t, h.take()).Granted, "pre-vote refused")
+	h.requestVote(3, 4)
+	rd := h.take()
+	assert.False(t, lastVote(t, rd).Granted, "real vote refused")
+	assert.Equal(t, uint64(3), h.c.Term(), "and its term is not adopted")
+	assert.Equal(t, peerPID(2), h.c.Leader())
+
+	h.step(3, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(3)), Transfer: true})
+	assert.True(t, lastVote(t, h.take()).Granted, "a transfer is granted despite stickiness")
+	assert.Equal(t, uint64(4), h.c.Term())
+
+	t.Run("after ElectionTimeoutMin of silence the vote is free", func(t *testing.T) {
+		h := newHarness(t, 2, withPreVote)
+		h.heartbeat(2, 3)
+		h.advance(h.c.cfg.ElectionTimeoutMin)
+		h.requestVote(3, 4)
+		assert.True(t, lastVote(t, h.take()).Granted)
+	})
+	t.Run("without PreVote there is no stickiness", func(t *testing.T) {
+		h := newHarness(t, 2, nil)
+		h.heartbeat(2, 3)
+		h.requestVote(3, 4)
+		assert.True(t, lastVote(t, h.take()).Granted)
+	})
+}
+
+// Issue 8, item 3: fast failover.
+func TestFastFailover(t *testing.T) {
+	fast := func(c *Config) { withPreVote(c); c.FastFailover = true }
+	t.Run("a leader that died for real is replaced within a heartbeat interval", func(t *testing.T) {
+		nw := newNetwork(t, 5, 9, fast)
+		l := nw.settle(5 * time.Second)
+		term := l.core.Term()
+		start := nw.now
+		nw.crash(l, errCrashed)
+		nl := nw.settle(5 * time.Second)
+		assert.Equal(t, term+1, nl.core.Term(), "one round")
+		assert.Less(t, nw.now.Sub(start), nl.core.cfg.ElectionTimeoutMin, "faster than any election timeout")
+	})
+	t.Run("without it the followers wait a full election timeout", func(t *testing.T) {
+		nw := newNetwork(t, 5, 9, withPreVote)
+		l := nw.settle(5 * time.Second)
+		start := nw.now
+		nw.crash(l, errCrashed)
+		nl := nw.settle(5 * time.Second)
+		assert.GreaterOrEqual(t, nw.now.Sub(start), nl.core.cfg.ElectionTimeoutMin-nl.core.cfg.HeartbeatInterval)
+	})
+	t.Run("a lost connection to a live leader heard by a majority changes nothing", func(t *testing.T) {
+		nw := newNetwork(t, 5, 10, fast)
+		l := nw.settle(5 * time.Second)
+		term := l.core.Term()
+		f := nw.other(l)
+		nw.input(f, func(c *Core, now time.Time) { c.PeerDown(now, l.pid, gen.ErrNoConnection) })
+		assert.Equal(t, gen.PID{}, f.core.Leader())
+		nw.run(f.core.cfg.HeartbeatInterval)
+		assert.NotEmpty(t, sentOf[MessageRequestVote](f), "it asked for a pre-vote at once")
+		nw.run(time.Second)
+		assert.Same(t, l, nw.settle(time.Second))
+		assert.Equal(t, term, l.core.Term())
+		assert.Equal(t, l.pid, f.core.Leader(), "the follower follows again")
+	})
+}

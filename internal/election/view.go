@@ -1,0 +1,119 @@
+package election
+
+import (
+	"slices"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/quorum"
+)
+
+// member is one peer in the view, keyed by its node name.
+type member struct {
+	id  gen.ProcessID
+	pid gen.PID // zero until it answers, and again once forgotten
+	// declared: named by Bootstrap or Join; otherwise discovered by its messages.
+	declared bool
+	// answered: it has sent a valid protocol message, so it gets heartbeats.
+	answered bool
+	// unreachableSince is non-zero while its connection is down (a ghost).
+	unreachableSince time.Time
+	lastInbound      time.Time // last valid protocol message from it
+	lastReply        time.Time // last vote answer or heartbeat ack from it
+	lastSend         time.Time // last message generated for it
+	sendFailing      bool      // the shell reported the last send to it failed
+	lastSendErr      error     // why, for inspection
+}
+
+// target is where to send to m: its PID when known, else its name.
+func (m *member) target(msg any) Outbound {
+	if m.pid != (gen.PID{}) {
+		return Outbound{To: m.pid, Message: msg}
+	}
+	return Outbound{ToName: m.id, Message: msg}
+}
+
+// view is the membership: self plus declared and discovered peers, with the
+// nodes withdrawn by Leave kept out for a while.
+type view struct {
+	self      gen.Atom
+	members   map[gen.Atom]*member
+	withdrawn map[gen.Atom]time.Time // node → end of its withdrawal
+}
+
+func newView(self gen.Atom) *view {
+	return &view{self: self, members: map[gen.Atom]*member{}, withdrawn: map[gen.Atom]time.Time{}}
+}
+
+// size counts self and every member, unreachable ones included.
+func (v *view) size() int { return 1 + len(v.members) }
+
+func (v *view) quorum() int { return quorum.Majority(v.size()) }
+
+// nodes lists the members' node names, sorted, for deterministic iteration.
+func (v *view) nodes() []gen.Atom {
+	out := make([]gen.Atom, 0, len(v.members))
+	for n := range v.members {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// voters lists self and every member, the electorate of a new election.
+func (v *view) voters() []gen.Atom {
+	return append([]gen.Atom{v.self}, v.nodes()...)
+}
+
+// byPID finds the member currently known by pid.
+func (v *view) byPID(pid gen.PID) *member {
+	if m := v.members[pid.Node]; m != nil && m.pid == pid {
+		return m
+	}
+	return nil
+}
+
+// isWithdrawn reports whether node was withdrawn less than a sticky period ago;
+// an expired withdrawal is forgotten.
+func (v *view) isWithdrawn(node gen.Atom, now time.Time) bool {
+	until, ok := v.withdrawn[node]
+	if !ok {
+		return false
+	}
+	if now.Before(until) {
+		return true
+	}
+	delete(v.withdrawn, node)
+	return false
+}
+
+// nextGhostExpiry is the earliest moment an unreachable member expires.
+func (v *view) nextGhostExpiry(ttl time.Duration) (time.Time, bool) {
+	var next time.Time
+	for _, m := range v.members {
+		if m.unreachableSince.IsZero() {
+			continue
+		}
+		if at := m.unreachableSince.Add(ttl); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// reached reports whether m counts, under rule e, as reached within window.
+func (m *member) reached(e Evidence, now time.Time, window time.Duration) bool {
+	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) < window }
+	if e == EvidenceReplies {
+		return recent(m.lastReply)
+	}
+	return recent(m.lastInbound) || (recent(m.lastSend) && !m.sendFailing)
+}
+
+func (m *member) status(node gen.Atom) MemberStatus {
+	var sendErr error
+	if m.sendFailing {
+		sendErr = m.lastSendErr
+	}
+	return MemberStatus{Node: node, ProcessID: m.id, PID: m.pid, Declared: m.declared, UnreachableSince: m.unreachableSince, SendError: sendErr}
+}

@@ -1,0 +1,428 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// decoder is the state of one Decode call; decoders are pooled.
+type decoder struct {
+	t     *tables
+	src   []byte
+	pos   int
+	depth int
+}
+
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// Decode decodes one value that fills src exactly. A type name this registry
+// does not know gives an error wrapping ErrUnknownType; any other fault
+// (truncation, trailing bytes, impossible lengths, nesting deeper than
+// MaxDepth) gives an error wrapping gen.ErrMalformed. It never panics and
+// allocates no more than a small multiple of len(src).
+func (r *Registry) Decode(src []byte) (any, error) {
+	v, n, err := r.DecodePrefix(src)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(src) {
+		return nil, fmt.Errorf("codec: %d bytes follow the value: %w", len(src)-n, gen.ErrMalformed)
+	}
+	return v, nil
+}
+
+// DecodePrefix decodes the value at the start of src and returns it with the
+// number of bytes it took, so several values can be packed one after another.
+// Errors are those of Decode.
+func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
+	d := decoders.Get().(*decoder)
+	d.t, d.src, d.pos, d.depth = r.cur.Load(), src, 0, 0
+	v, err := d.dynamic()
+	n := d.pos
+	d.t, d.src = nil, nil
+	decoders.Put(d)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !v.IsValid() {
+		return nil, n, nil
+	}
+	return v.Interface(), n, nil
+}
+
+func (d *decoder) malformed(format string, args ...any) error {
+	return fmt.Errorf("codec: at byte %d: %s: %w", d.pos, fmt.Sprintf(format, args...), gen.ErrMalformed)
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > MaxDepth {
+		return d.malformed("value nests deeper than %d levels", MaxDepth)
+	}
+	return nil
+}
+
+func (d *decoder) byte() (byte, error) {
+	if d.pos >= len(d.src) {
+		return 0, d.malformed("input ends early")
+	}
+	b := d.src[d.pos]
+	d.pos++
+	return b, nil
+}
+
+func (d *decoder) next(n int) ([]byte, error) {
+	if n > len(d.src)-d.pos {
+		return nil, d.malformed("%d bytes announced, %d left", n, len(d.src)-d.pos)
+	}
+	b := d.src[d.pos : d.pos+n]
+	d.pos += n
+	return b, nil
+}
+
+func (d *decoder) uvarint() (uint64, error) {
+	x, n := binary.Uvarint(d.src[d.pos:])
+	if n <= 0 {
+		return 0, d.malformed("bad unsigned varint")
+	}
+	d.pos += n
+	return x, nil
+}
+
+func (d *decoder) varint() (int64, error) {
+	x, n := binary.Varint(d.src[d.pos:])
+	if n <= 0 {
+		return 0, d.malformed("bad varint")
+	}
+	d.pos += n
+	return x, nil
+}
+
+// count reads a length of items at least minSize bytes each and refuses it,
+// before anything is allocated, when the rest of the input cannot hold them.
+func (d *decoder) count(x uint64, minSize int) (int, error) {
+	left := uint64(len(d.src) - d.pos)
+	if x > left/uint64(max(minSize, 1)) {
+		return 0, d.malformed("%d items of at least %d bytes announced, %d bytes left", x, minSize, left)
+	}
+	return int(x), nil
+}
+
+// presence reads the nil-or-length prefix of a slice or map: ok is false for
+// nil, otherwise n is the checked length.
+func (d *decoder) presence(minSize int) (n int, ok bool, err error) {
+	x, err := d.uvarint()
+	if err != nil || x == 0 {
+		return 0, false, err
+	}
+	n, err = d.count(x-1, minSize)
+	return n, err == nil, err
+}
+
+func (d *decoder) string() (string, error) {
+	x, err := d.uvarint()
+	if err != nil {
+		return "", err
+	}
+	n, err := d.count(x, 1)
+	if err != nil {
+		return "", err
+	}
+	b, err := d.next(n)
+	return string(b), err
+}
+
+// dynamic reads a value preceded by its type; the invalid Value stands for nil.
+func (d *decoder) dynamic() (reflect.Value, error) {
+	tag, err := d.byte()
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	var ent *entry
+	switch tag {
+	case tagNil:
+		return reflect.Value{}, nil
+	case tagError:
+		e, err := d.error()
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(e), nil
+	case tagNamed:
+		x, err := d.uvarint()
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		if x > MaxTypeNameLength {
+			return reflect.Value{}, d.malformed("type name of %d bytes", x)
+		}
+		name, err := d.next(int(x))
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		if ent = d.t.byName[string(name)]; ent == nil {
+			return reflect.Value{}, fmt.Errorf("codec: %q: %w", name, ErrUnknownType)
+		}
+	default:
+		if ent = d.t.byTag[tag]; ent == nil {
+			return reflect.Value{}, d.malformed("unknown tag 0x%02x", tag)
+		}
+	}
+	v := reflect.New(ent.typ).Elem()
+	if err := ent.codec.decode(d, v); err != nil {
+		return reflect.Value{}, err
+	}
+	return v, nil
+}
+
+func (d *decoder) error() (error, error) {
+	kind, err := d.byte()
+	if err != nil {
+		return nil, err
+	}
+	text, err := d.string()
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case errSentinel:
+		if known, ok := d.t.errByText[text]; ok {
+			return known, nil
+		}
+		return errors.New(text), nil
+	case errText:
+		x, err := d.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		if x > maxSentinels {
+			return nil, d.malformed("error wraps %d sentinels, at most %d allowed", x, maxSentinels)
+		}
+		var wrapped []error
+		for range x {
+			s, err := d.string()
+			if err != nil {
+				return nil, err
+			}
+			if known, ok := d.t.errByText[s]; ok {
+				wrapped = append(wrapped, known)
+			}
+		}
+		if len(wrapped) == 0 {
+			return errors.New(text), nil
+		}
+		return &remoteError{text: text, sentinels: wrapped}, nil
+	}
+	return nil, d.malformed("unknown error encoding %d", kind)
+}
+
+func decBool(_ *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.byte()
+	if err != nil {
+		return err
+	}
+	if b > 1 {
+		return d.malformed("bool byte %d", b)
+	}
+	v.SetBool(b == 1)
+	return nil
+}
+
+func decInt(_ *typeCodec, d *decoder, v reflect.Value) error {
+	x, err := d.varint()
+	if err != nil {
+		return err
+	}
+	if v.OverflowInt(x) {
+		return d.malformed("%d overflows %s", x, v.Type())
+	}
+	v.SetInt(x)
+	return nil
+}
+
+func decUint(_ *typeCodec, d *decoder, v reflect.Value) error {
+	x, err := d.uvarint()
+	if err != nil {
+		return err
+	}
+	if v.OverflowUint(x) {
+		return d.malformed("%d overflows %s", x, v.Type())
+	}
+	v.SetUint(x)
+	return nil
+}
+
+func decFloat32(_ *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.next(4)
+	if err != nil {
+		return err
+	}
+	v.SetFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
+	return nil
+}
+
+func decFloat64(_ *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.next(8)
+	if err != nil {
+		return err
+	}
+	v.SetFloat(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	return nil
+}
+
+func decString(_ *typeCodec, d *decoder, v reflect.Value) error {
+	s, err := d.string()
+	if err != nil {
+		return err
+	}
+	v.SetString(s)
+	return nil
+}
+
+func decBytes(_ *typeCodec, d *decoder, v reflect.Value) error {
+	n, ok, err := d.presence(1)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		v.SetZero()
+		return nil
+	}
+	b, err := d.next(n)
+	if err != nil {
+		return err
+	}
+	out := reflect.MakeSlice(v.Type(), n, n)
+	copy(out.Bytes(), b)
+	v.Set(out)
+	return nil
+}
+
+func decSlice(c *typeCodec, d *decoder, v reflect.Value) error {
+	n, ok, err := d.presence(c.elem.minSize)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		v.SetZero()
+		return nil
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	out := reflect.MakeSlice(v.Type(), n, n)
+	for i := range n {
+		if err := c.elem.decode(d, out.Index(i)); err != nil {
+			return err
+		}
+	}
+	v.Set(out)
+	d.depth--
+	return nil
+}
+
+func decArray(c *typeCodec, d *decoder, v reflect.Value) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	for i := range v.Len() {
+		if err := c.elem.decode(d, v.Index(i)); err != nil {
+			return err
+		}
+	}
+	d.depth--
+	return nil
+}
+
+func decMap(c *typeCodec, d *decoder, v reflect.Value) error {
+	n, ok, err := d.presence(c.key.minSize + c.elem.minSize)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		v.SetZero()
+		return nil
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	t := v.Type()
+	out := reflect.MakeMapWithSize(t, n)
+	key, val := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
+	for range n {
+		if err := c.key.decode(d, key); err != nil {
+			return err
+		}
+		if err := c.elem.decode(d, val); err != nil {
+			return err
+		}
+		out.SetMapIndex(key, val)
+	}
+	v.Set(out)
+	d.depth--
+	return nil
+}
+
+func decPointer(c *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.byte()
+	if err != nil {
+		return err
+	}
+	switch b {
+	case 0:
+		v.SetZero()
+		return nil
+	case 1:
+	default:
+		return d.malformed("pointer presence byte %d", b)
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	p := reflect.New(c.typ.Elem())
+	if err := c.elem.decode(d, p.Elem()); err != nil {
+		return err
+	}
+	v.Set(p)
+	d.depth--
+	return nil
+}
+
+func decInterface(c *typeCodec, d *decoder, v reflect.Value) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	x, err := d.dynamic()
+	if err != nil {
+		return err
+	}
+	d.depth--
+	if !x.IsValid() {
+		v.SetZero()
+		return nil
+	}
+	if !x.Type().AssignableTo(c.typ) {
+		return d.malformed("a %s cannot be held in a %s", x.Type(), c.typ)
+	}
+	v.Set(x)
+	return nil
+}
+
+func decStruct(c *typeCodec, d *decoder, v reflect.Value) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	for _, f := range c.fields {
+		if err := f.codec.decode(d, v.Field(f.index)); err != nil {
+			return err
+		}
+	}
+	d.depth--
+	return nil
+}

@@ -1,0 +1,79 @@
+package frame
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// HeaderSize is the length of a frame header: a big-endian uint32 payload length.
+const HeaderSize = 4
+
+// Append appends one frame (header and payload) to dst and returns the
+// extended slice.
+func Append(dst []byte, payload []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
+	return append(dst, payload...)
+}
+
+// Reader reads frames from a stream. It owns a reusable payload buffer that
+// grows as needed up to its cap; one goroutine owns a Reader and its buffer.
+type Reader struct {
+	br  *bufio.Reader
+	max int
+	hdr [HeaderSize]byte
+	buf []byte
+}
+
+// NewReader returns a Reader over r that refuses frames whose payload is
+// longer than max bytes. A max below zero is treated as zero.
+func NewReader(r io.Reader, max int) *Reader {
+	if max < 0 {
+		max = 0
+	}
+	return &Reader{br: bufio.NewReader(r), max: max}
+}
+
+// Max returns the largest payload the Reader accepts.
+func (r *Reader) Max() int { return r.max }
+
+// Next returns the next payload; the slice is valid until the next call. It
+// returns io.EOF when the stream ends cleanly between frames, an error
+// wrapping gen.ErrMalformed and io.ErrUnexpectedEOF when it ends inside a
+// frame, and an error wrapping gen.ErrTooLarge, without reading the payload,
+// when the announced length exceeds the cap. Other read errors are returned
+// wrapped.
+func (r *Reader) Next() ([]byte, error) {
+	n, err := io.ReadFull(r.br, r.hdr[:])
+	if err != nil {
+		if n == 0 && errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, readError("header", err)
+	}
+	size := binary.BigEndian.Uint32(r.hdr[:])
+	if uint64(size) > uint64(r.max) {
+		return nil, fmt.Errorf("frame: payload of %d bytes exceeds the cap of %d: %w", size, r.max, gen.ErrTooLarge)
+	}
+	if cap(r.buf) < int(size) {
+		r.buf = make([]byte, int(size), min(max(int(size), 2*cap(r.buf)), r.max))
+	}
+	r.buf = r.buf[:size]
+	if _, err := io.ReadFull(r.br, r.buf); err != nil {
+		return nil, readError("payload", err)
+	}
+	return r.buf, nil
+}
+
+// readError turns a short read into a malformed-frame error and wraps any
+// other read error with what was being read.
+func readError(part string, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("frame: stream ended inside a frame %s: %w: %w", part, gen.ErrMalformed, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("frame: reading %s: %w", part, err)
+}
