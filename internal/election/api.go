@@ -43,6 +43,8 @@ func (c *Core) Tick(now time.Time, t Timer) {
 		c.onHeartbeatTick(now)
 	case TimerGhost:
 		c.onGhostTick(now)
+	case TimerProbe:
+		c.onProbeTick(now)
 	}
 }
 
@@ -93,6 +95,7 @@ func (c *Core) SendFailed(now time.Time, to gen.Atom, err error) {
 	}
 	m.sendFailing = true
 	m.lastSendErr = err
+	m.steadySince = time.Time{}
 }
 
 // StepDown hands leadership over to the reachable peer that answered most
@@ -198,6 +201,7 @@ func (c *Core) Status(now time.Time) Status {
 		PreVoting:             c.preVoting,
 		AwaitingConfirm:       c.awaitingConfirm,
 		ElectionTimerArmed:    c.timers[TimerElection].armed,
+		ProbeTimerArmed:       c.timers[TimerProbe].armed,
 		HeartbeatTimerArmed:   c.timers[TimerHeartbeat].armed,
 		HeartbeatInLast:       c.heartbeatInLast,
 		HeartbeatOutLast:      c.heartbeatOutLast,
@@ -214,7 +218,12 @@ func (c *Core) Status(now time.Time) Status {
 		LeadershipChanges:     c.leaderChanges,
 		Rounds:                c.rounds,
 		QuorumLostStepDowns:   c.quorumLost,
+		LeaderConflicts:       c.conflicts,
 		StaleTimers:           c.staleTimers,
+		Started:               c.cfg.Started,
+		Prefer:                c.cfg.Prefer.Kind,
+		PreferStableFor:       c.cfg.preferStableFor(),
+		PreferredTransfers:    c.preferredTransfers,
 	}
 	for k, v := range c.dropped {
 		s.Dropped[k] = v

@@ -53,7 +53,12 @@ type Config struct {
 	ElectionTimeoutMin time.Duration
 	ElectionTimeoutMax time.Duration
 	// HeartbeatInterval is how often a leader asserts itself and checks its
-	// quorum evidence; positive and below ElectionTimeoutMin.
+	// quorum evidence. Positive; it should be comfortably below
+	// ElectionTimeoutMin, which the shell warns about but the core does not
+	// enforce: with slower heartbeats followers time out between them and
+	// campaign against a healthy leader (spurious elections), and the leader's
+	// evidence window widens to two heartbeat intervals so its own pace alone
+	// does not cost it the quorum.
 	HeartbeatInterval time.Duration
 	// GhostTTL is how long a member whose connection dropped stays in the view
 	// before it is dropped. Positive.
@@ -69,9 +74,41 @@ type Config struct {
 	// (or pre-vote, when the drop is only a lost connection) after a short
 	// random delay below HeartbeatInterval instead of a full election timeout.
 	FastFailover bool
+	// Started is when this member started (the shell passes the actor's start
+	// time). It travels in every message so peers can rank members for
+	// PreferOldest; zero means unknown, which PreferOldest refuses.
+	Started time.Time
+	// Prefer chooses a preferred leader: a leader that sees a more preferred
+	// member answering steadily for PreferStableFor hands leadership to it.
+	// The zero value (PreferNone) never hands over on its own.
+	Prefer Preference
+	// PreferStableFor is how long a more preferred member must have answered
+	// without a gap (each reply within the evidence window of the one before)
+	// before the leader hands over to it. Zero means 2×ElectionTimeoutMax; not
+	// negative.
+	PreferStableFor time.Duration
 	// Rand is the only source of randomness (election timeouts, delays), so a
 	// seeded source makes a run reproducible. Required; owned by the Core.
 	Rand *rand.Rand
+}
+
+// evidenceWindow is how recent contact must be, on a leader's heartbeat tick,
+// to count as having reached a member: ElectionTimeoutMin, or two heartbeat
+// intervals when heartbeats are not faster than that (a slower pace would
+// otherwise make every tick look like a lost quorum).
+func (c Config) evidenceWindow() time.Duration {
+	if c.HeartbeatInterval >= c.ElectionTimeoutMin {
+		return 2 * c.HeartbeatInterval
+	}
+	return c.ElectionTimeoutMin
+}
+
+// preferStableFor is PreferStableFor with its default applied.
+func (c Config) preferStableFor() time.Duration {
+	if c.PreferStableFor == 0 {
+		return 2 * c.ElectionTimeoutMax
+	}
+	return c.PreferStableFor
 }
 
 // Validate reports the first problem with c; errors wrap gen.ErrIncorrect.
@@ -90,14 +127,19 @@ func (c Config) Validate() error {
 		return bad("ElectionTimeoutMin must be positive, got %s", c.ElectionTimeoutMin)
 	case c.ElectionTimeoutMax < c.ElectionTimeoutMin:
 		return bad("ElectionTimeoutMax %s is below ElectionTimeoutMin %s", c.ElectionTimeoutMax, c.ElectionTimeoutMin)
-	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.ElectionTimeoutMin:
-		return bad("HeartbeatInterval %s must be positive and below ElectionTimeoutMin %s", c.HeartbeatInterval, c.ElectionTimeoutMin)
+	case c.HeartbeatInterval <= 0:
+		return bad("HeartbeatInterval must be positive, got %s", c.HeartbeatInterval)
 	case c.GhostTTL <= 0:
 		return bad("GhostTTL must be positive, got %s", c.GhostTTL)
 	case c.Evidence != EvidenceContact && c.Evidence != EvidenceReplies:
 		return bad("unknown Evidence %d", int(c.Evidence))
 	case c.Rand == nil:
 		return bad("Rand is required")
+	case c.PreferStableFor < 0:
+		return bad("PreferStableFor must not be negative, got %s", c.PreferStableFor)
+	}
+	if err := c.Prefer.validate(c.Started); err != nil {
+		return bad("%s", err)
 	}
 	for i, p := range c.Bootstrap {
 		if p.Name == "" || p.Node == "" {

@@ -30,12 +30,17 @@ type Core struct {
 	preVoting       bool
 	awaitingConfirm bool // won; HandleConfirmLeader's answer is pending
 	skipPreVote     bool // the next election timeout campaigns at once
-	lastGranted     []gen.Atom
-	denials         int   // consecutive confirmation denials
-	lastDenyErr     error // the error of the last denial, nil for a plain false
-	lastLeaderErr   error // what HandleBecomeLeader last failed with
+	// mergeCampaign: the next campaign passes leader stickiness (as a
+	// handover does) because it resolves two leaders in one term.
+	mergeCampaign bool
+	// conflicts counts leaderships given up on meeting a second leader in the same term.
+	conflicts     uint64
+	lastGranted   []gen.Atom
+	denials       int   // consecutive confirmation denials
+	lastDenyErr   error // the error of the last denial, nil for a plain false
+	lastLeaderErr error // what HandleBecomeLeader last failed with
 
-	timers [3]timerState
+	timers [4]timerState
 	// The election timeout runs from electionStart for electionWait; with
 	// electionLazy a heartbeat moves the start without re-arming the timer.
 	electionStart time.Time
@@ -54,6 +59,8 @@ type Core struct {
 	rounds           uint64
 	quorumLost       uint64
 	staleTimers      uint64
+	// preferredTransfers counts handovers to a more preferred member.
+	preferredTransfers uint64
 }
 
 // Reasons a message or input is dropped, as counted in Status.Dropped.
@@ -98,6 +105,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		c.role = RoleFollower
 		c.armElection(now)
 	}
+	c.armProbe()
 	return c, nil
 }
 
@@ -164,7 +172,7 @@ func (c *Core) declare(now time.Time, p gen.ProcessID) (added bool) {
 
 // observe admits the sender of a valid message to the view and refreshes what
 // is known of it: its PID, liveness and evidence.
-func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, reply bool) {
+func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, started int64, reply, voteReply bool) {
 	m := c.view.members[from.Node]
 	added := m == nil
 	if added {
@@ -178,19 +186,27 @@ func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, reply 
 			c.effect(PeerLeft{PID: old})
 		}
 		m.pid = from
+		m.steadySince = time.Time{}
 		c.effect(Monitor{PID: from})
 		c.effect(PeerJoined{PID: from})
 	}
+	m.learnStarted(started)
 	m.answered = true
 	m.lastInbound = now
 	if reply {
-		m.lastReply = now
+		m.replied(now, c.cfg.evidenceWindow())
 	}
 	if !m.unreachableSince.IsZero() {
 		m.unreachableSince = time.Time{}
 		c.armGhost(now)
 	}
 	if added {
+		// A member that joins during an election votes in it and raises its
+		// quorum, except the sender of a vote reply: a reply never grows the
+		// quorum of the election it answers.
+		if c.tally != nil && !voteReply {
+			c.tally.Add(from.Node)
+		}
 		c.membershipChanged(now)
 	}
 }
@@ -214,12 +230,10 @@ func (c *Core) removeMember(now time.Time, node gen.Atom, demonitor bool) {
 	if !m.unreachableSince.IsZero() {
 		c.armGhost(now)
 	}
-	if c.tally != nil && c.tally.Has(node) {
-		c.tally.Remove(node)
-		c.membershipChanged(now)
-		c.checkTally(now)
-		return
-	}
+	// A running election keeps the member as a voter that will not answer:
+	// "every quorum computed afterwards" is the next election's. Shrinking it
+	// would let a stale electorate crown a candidate its current view does
+	// not back.
 	c.membershipChanged(now)
 }
 
@@ -240,19 +254,23 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		cluster string
 		term    uint64
 		sender  gen.ProcessID
+		started int64
 		reply   bool
 	)
 	switch m := msg.(type) {
 	case MessageRequestVote:
-		cluster, term, sender = m.ClusterID, m.Term, m.Candidate
+		cluster, term, sender, started = m.ClusterID, m.Term, m.Candidate, m.Started
 	case MessageVote:
-		cluster, term, sender, reply = m.ClusterID, m.Term, m.Voter, true
+		cluster, term, sender, started, reply = m.ClusterID, m.Term, m.Voter, m.Started, true
 	case MessageHeartbeat:
-		cluster, term, sender = m.ClusterID, m.Term, m.Leader
+		cluster, term, sender, started = m.ClusterID, m.Term, m.Leader, m.Started
 	case MessageHeartbeatAck:
-		cluster, term, sender, reply = m.ClusterID, m.Term, m.Follower, true
+		// An ack from a member that follows another leader is no evidence
+		// that this leader reaches it.
+		cluster, term, sender, started = m.ClusterID, m.Term, m.Follower, m.Started
+		reply = m.Follows == (gen.PID{}) || m.Follows == c.self
 	case MessageTimeoutNow:
-		cluster, term, sender = m.ClusterID, m.Term, m.Leader
+		cluster, term, sender, started = m.ClusterID, m.Term, m.Leader, m.Started
 	default:
 		c.drop(dropUnknownMessage)
 		return
@@ -285,7 +303,8 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		}
 		return
 	}
-	c.observe(now, from, sender, reply)
+	_, voteReply := msg.(MessageVote)
+	c.observe(now, from, sender, started, reply, voteReply)
 	if term > c.term && c.adoptsTerm(now, msg) {
 		leader := gen.PID{}
 		if _, ok := msg.(MessageHeartbeat); ok {
@@ -303,6 +322,10 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		c.onHeartbeat(now, from)
 	case MessageHeartbeatAck:
 		// Evidence was recorded by observe; a newer term by adoptsTerm.
+		if m.Follows != (gen.PID{}) && m.Follows != c.self && m.Term == c.term {
+			c.drop(dropTwoLeaders)
+			c.resolveConflict(now)
+		}
 	case MessageTimeoutNow:
 		c.onTimeoutNow(now, m)
 	}
@@ -331,20 +354,45 @@ func (c *Core) sendTo(now time.Time, pid gen.PID, id gen.ProcessID, msg any) {
 }
 
 func (c *Core) voteMsg(granted, preVote bool, term uint64) MessageVote {
-	return MessageVote{ClusterID: c.cfg.ClusterID, Term: term, Granted: granted, PreVote: preVote, Voter: c.cfg.Self}
+	v := MessageVote{ClusterID: c.cfg.ClusterID, Term: term, Granted: granted, PreVote: preVote, Voter: c.cfg.Self, Started: c.started()}
+	if !granted {
+		v.Leader = c.leaderID()
+	}
+	return v
+}
+
+// leaderID is the name of the leader this member recognises, zero when none.
+func (c *Core) leaderID() gen.ProcessID {
+	switch {
+	case c.leader == (gen.PID{}):
+		return gen.ProcessID{}
+	case c.leader == c.self:
+		return c.cfg.Self
+	}
+	if m := c.view.members[c.leader.Node]; m != nil {
+		return m.id
+	}
+	return gen.ProcessID{}
 }
 
 func (c *Core) ackMsg() MessageHeartbeatAck {
-	return MessageHeartbeatAck{ClusterID: c.cfg.ClusterID, Term: c.term, Follower: c.cfg.Self}
+	return MessageHeartbeatAck{ClusterID: c.cfg.ClusterID, Term: c.term, Follower: c.cfg.Self, Started: c.started()}
 }
 
 func (c *Core) heartbeatMsg() MessageHeartbeat {
-	return MessageHeartbeat{ClusterID: c.cfg.ClusterID, Term: c.term, Leader: c.cfg.Self}
+	return MessageHeartbeat{ClusterID: c.cfg.ClusterID, Term: c.term, Leader: c.cfg.Self, Started: c.started()}
 }
 
 func (c *Core) requestMsg(term uint64, preVote, transfer bool) MessageRequestVote {
-	return MessageRequestVote{ClusterID: c.cfg.ClusterID, Term: term, Candidate: c.cfg.Self, PreVote: preVote, Transfer: transfer}
+	return MessageRequestVote{ClusterID: c.cfg.ClusterID, Term: term, Candidate: c.cfg.Self, PreVote: preVote, Transfer: transfer, Started: c.started()}
 }
+
+func (c *Core) timeoutNowMsg() MessageTimeoutNow {
+	return MessageTimeoutNow{ClusterID: c.cfg.ClusterID, Term: c.term, Leader: c.cfg.Self, Started: c.started()}
+}
+
+// started is this member's start time as it travels.
+func (c *Core) started() int64 { return startedNanos(c.cfg.Started) }
 
 func (c *Core) takeReady() Ready {
 	rd := c.ready

@@ -33,7 +33,15 @@
 // leadership ends for any reason, including falling below MinClusterSize. A
 // leader checks its evidence on each heartbeat tick over a window of
 // ElectionTimeoutMin, so an isolated leader steps down at most
-// ElectionTimeoutMin+HeartbeatInterval after its last contact. Pre-voting is
+// ElectionTimeoutMin+HeartbeatInterval after its last contact; when
+// HeartbeatInterval is not below ElectionTimeoutMin (accepted, though
+// followers will then campaign between heartbeats) the window is two
+// heartbeat intervals instead. With Config.Prefer set, a leader hands over on
+// a heartbeat tick to the most preferred reachable member once that member
+// has answered steadily for PreferStableFor; the target outranks the leader,
+// so it never hands back, and members ranked below the leader never receive
+// such a handover. Members learn each other's start time from the Started
+// field of every message. Pre-voting is
 // not a role: a pre-candidate stays follower (Status.PreVoting says so); a
 // won election awaiting confirmation stays candidate (Status.AwaitingConfirm).
 //

@@ -13,6 +13,9 @@ type MessageRequestVote struct {
 	Candidate gen.ProcessID
 	PreVote   bool
 	Transfer  bool
+	// Started is the sender's start time in unix nanoseconds, 0 when unknown;
+	// the same in every message below.
+	Started int64
 }
 
 // MessageVote answers a MessageRequestVote. A refusal carries the voter's own
@@ -23,6 +26,11 @@ type MessageVote struct {
 	Granted   bool
 	PreVote   bool
 	Voter     gen.ProcessID
+	Started   int64
+	// Leader, on a refusal, names the leader the voter follows, so a member
+	// that lost track of the cluster (its view shrank while it was cut off)
+	// can reach that leader and be admitted again.
+	Leader gen.ProcessID
 }
 
 // MessageHeartbeat is a leader asserting its leadership for Term.
@@ -30,6 +38,7 @@ type MessageHeartbeat struct {
 	ClusterID string
 	Term      uint64
 	Leader    gen.ProcessID
+	Started   int64
 }
 
 // MessageHeartbeatAck answers a heartbeat with the follower's term; it is the
@@ -38,6 +47,11 @@ type MessageHeartbeatAck struct {
 	ClusterID string
 	Term      uint64
 	Follower  gen.ProcessID
+	Started   int64
+	// Follows is set when the follower already recognises another leader at
+	// Term: two leaders in one term, which only views that diverged and have
+	// just learned of each other produce. The leader then stands down.
+	Follows gen.PID
 }
 
 // MessageTimeoutNow tells its receiver to campaign at once, skipping PreVote:
@@ -46,6 +60,7 @@ type MessageTimeoutNow struct {
 	ClusterID string
 	Term      uint64
 	Leader    gen.ProcessID
+	Started   int64
 }
 
 // NetworkTypes lists the wire messages of the election, for registration on

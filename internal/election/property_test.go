@@ -16,29 +16,45 @@ import (
 // leader per term (checked on every BecomeLeader by the network), terms never
 // decrease, and no leader while the view is below MinClusterSize.
 func TestPropertyAtMostOneLeaderPerTerm(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) { hostile(rt, false) })
+	rapid.Check(t, func(rt *rapid.T) { hostile(rt, false, false) })
+}
+
+// The same with a preferred leader, so handovers to more preferred members
+// (and restarts that change who is preferred) join the hostile schedule.
+func TestPropertyAtMostOneLeaderPerTermWithPreference(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) { hostile(rt, false, true) })
 }
 
 // The same with views shrinking for real (Leave, real downs, ghost expiry):
 // the document permits diverged views to elect separately, so only terms and
 // MinClusterSize are checked.
 func TestPropertyShrinkingViewsKeepTermsAndFloor(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) { hostile(rt, true) })
+	rapid.Check(t, func(rt *rapid.T) { hostile(rt, true, false) })
 }
 
-func hostile(rt *rapid.T, shrink bool) {
+func hostile(rt *rapid.T, shrink, prefer bool) {
 	n := rapid.IntRange(3, 7).Draw(rt, "members")
 	seed := rapid.Uint64().Draw(rt, "seed")
 	preVote := rapid.Bool().Draw(rt, "prevote")
 	replies := rapid.Bool().Draw(rt, "replies")
 	fast := rapid.Bool().Draw(rt, "fastfailover")
 	minSize := rapid.IntRange(1, n).Draw(rt, "min")
+	var preference Preference
+	var stableFor time.Duration
+	if prefer {
+		preference = rapid.SampledFrom([]Preference{preferOldest, preferHighestID, preferLowestName}).Draw(rt, "prefer")
+		stableFor = time.Duration(rapid.IntRange(1, 300).Draw(rt, "stable ms")) * time.Millisecond
+	}
 	nw := newNetwork(rt, n, seed, func(c *Config) {
 		c.PreVote, c.FastFailover, c.MinClusterSize = preVote, fast, minSize
 		if replies {
 			c.Evidence = EvidenceReplies
 		}
 		c.GhostTTL = time.Hour
+		if prefer {
+			c.Prefer, c.PreferStableFor = preference, stableFor
+			c.Started = epoch.Add(-time.Duration(rapid.IntRange(0, 3).Draw(rt, "age")) * time.Second)
+		}
 		if shrink {
 			c.GhostTTL = time.Second
 		}
@@ -97,6 +113,9 @@ func hostile(rt *rapid.T, shrink bool) {
 			sn := pick("restart")
 			cfg := sn.core.cfg
 			cfg.Rand = testConfig(sn.name, seed+uint64(i)).Rand
+			if prefer {
+				cfg.Started = nw.now
+			}
 			restarted := nw.add(cfg, sn.hs)
 			if restarted.core.Term() < lastTerm[sn.name] {
 				rt.Fatalf("%s restarted at term %d below %d", sn.name, restarted.core.Term(), lastTerm[sn.name])

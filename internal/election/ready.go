@@ -38,6 +38,9 @@ const (
 	TimerHeartbeat
 	// TimerGhost: the earliest expiry of an unreachable member.
 	TimerGhost
+	// TimerProbe: while members are unreachable, the next attempt to reach
+	// them again, so a healed link is noticed before GhostTTL drops them.
+	TimerProbe
 )
 
 // String names the timer kind.
@@ -49,6 +52,8 @@ func (k TimerKind) String() string {
 		return "heartbeat"
 	case TimerGhost:
 		return "ghost"
+	case TimerProbe:
+		return "probe"
 	}
 	return "unknown"
 }

@@ -209,6 +209,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 }
 
 func (c *Core) onVote(now time.Time, from gen.PID, m MessageVote) {
+	c.followLeaderHint(now, m.Leader)
 	// A vote outside an election (a probe's answer, a late reply) has served
 	// as contact already and needs nothing else.
 	if c.tally == nil || m.PreVote != c.preVoting {
@@ -230,16 +231,38 @@ func (c *Core) onVote(now time.Time, from gen.PID, m MessageVote) {
 	c.checkTally(now)
 }
 
+// followLeaderHint reaches out to a leader named by a refused vote when it is
+// not in the view: the leader admits this member on hearing from it, and its
+// heartbeats then bring this member back into the cluster it lost track of.
+func (c *Core) followLeaderHint(now time.Time, leader gen.ProcessID) {
+	if leader.Node == "" || leader.Name == "" || leader.Node == c.cfg.Self.Node ||
+		c.view.members[leader.Node] != nil || c.view.isWithdrawn(leader.Node, now) {
+		return
+	}
+	c.ready.Messages = append(c.ready.Messages, Outbound{ToName: leader, Message: c.requestMsg(c.term, true, false)})
+}
+
 func (c *Core) onHeartbeat(now time.Time, from gen.PID) {
 	switch c.role {
 	case RoleLeader:
 		c.drop(dropTwoLeaders)
+		c.resolveConflict(now)
 		return
 	case RoleCandidate:
 		c.becomeFollower(now, from)
 	case RoleFollower:
+		if c.leader != (gen.PID{}) && c.leader != from && c.leaderLive(now) {
+			// A second leader in this term: stay with the first and tell
+			// the second, which stands down.
+			c.drop(dropTwoLeaders)
+			ack := c.ackMsg()
+			ack.Follows = c.leader
+			c.send(now, c.view.members[from.Node], ack)
+			return
+		}
 		c.resetElection()
 		c.skipPreVote = false
+		c.mergeCampaign = false
 		c.recognise(from)
 		c.touchElection(now)
 	case RoleUnclustered:
@@ -270,9 +293,29 @@ func (c *Core) onElectionTimeout(now time.Time) {
 	if c.cfg.PreVote && !c.skipPreVote {
 		c.startPreVote(now)
 	} else {
-		c.campaign(now, false)
+		c.campaign(now, c.mergeCampaign)
 	}
 	c.skipPreVote = false
+	c.mergeCampaign = false
+}
+
+// resolveConflict ends one of two leaderships in the same term. Raft never
+// sees that; here it means two groups that elected separately in diverged
+// views have just learned of each other. This leader stands down and, after a
+// short random delay, campaigns at the next term past leader stickiness, so
+// the merged view elects one leader by a majority of all of it.
+func (c *Core) resolveConflict(now time.Time) {
+	if c.role != RoleLeader {
+		return
+	}
+	c.conflicts++
+	c.becomeFollower(now, gen.PID{})
+	if c.role != RoleFollower {
+		return
+	}
+	c.skipPreVote = true
+	c.mergeCampaign = true
+	c.armElectionAfter(now, c.jitter(c.cfg.ElectionTimeoutMin))
 }
 
 // onHeartbeatTick checks quorum evidence, then asserts leadership again.
@@ -282,7 +325,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 	}
 	reached := 1
 	for _, m := range c.view.members {
-		if m.reached(c.cfg.Evidence, now, c.cfg.ElectionTimeoutMin) {
+		if m.reached(c.cfg.Evidence, now, c.cfg.evidenceWindow()) {
 			reached++
 		}
 	}
@@ -291,7 +334,27 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		c.becomeFollower(now, gen.PID{})
 		return
 	}
+	if to, ok := c.preferredTarget(now); ok {
+		c.preferredTransfers++
+		c.handOver(now, to)
+		return
+	}
 	c.sendHeartbeats(now)
+}
+
+// onProbeTick reaches out again to every unreachable member and every
+// declared member that never answered. In a converged cluster followers never
+// talk to each other, so without this a follower that lost its link to
+// another during a partition would drop it after GhostTTL even though the
+// link healed long before, and a member whose first probe was lost would
+// stay unknown to the peer it declared.
+func (c *Core) onProbeTick(now time.Time) {
+	for _, n := range c.view.nodes() {
+		if m := c.view.members[n]; m.toProbe() {
+			c.negotiate(now, m)
+		}
+	}
+	c.armProbe()
 }
 
 func (c *Core) onGhostTick(now time.Time) {
@@ -315,6 +378,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	if noConnection {
 		m.pid = gen.PID{}
 		m.unreachableSince = now
+		m.steadySince = time.Time{}
 		c.effect(PeerLeft{PID: pid})
 		c.armGhost(now)
 		if wasLeader {
@@ -341,8 +405,17 @@ func (c *Core) join(now time.Time, peer gen.ProcessID) error {
 		return fmt.Errorf("election: join %s: that is this member's own node: %w", peer, gen.ErrIncorrect)
 	}
 	if !c.declare(now, peer) {
+		// Declaring a member again (a discovery loop re-running Join) reaches
+		// out to it if it is unreachable.
+		if m := c.view.members[peer.Node]; !m.unreachableSince.IsZero() {
+			c.negotiate(now, m)
+		}
 		return nil
 	}
+	if c.tally != nil {
+		c.tally.Add(peer.Node)
+	}
+	c.armProbe()
 	c.membershipChanged(now)
 	c.negotiate(now, c.view.members[peer.Node])
 	return nil
@@ -374,7 +447,7 @@ func (c *Core) leave(now time.Time, node gen.Atom) error {
 func (c *Core) handOver(now time.Time, node gen.Atom) {
 	m := c.view.members[node]
 	c.becomeFollower(now, gen.PID{})
-	c.send(now, m, MessageTimeoutNow{ClusterID: c.cfg.ClusterID, Term: c.term, Leader: c.cfg.Self})
+	c.send(now, m, c.timeoutNowMsg())
 }
 
 func (c *Core) stepDown(now time.Time) error {

@@ -19,15 +19,19 @@ func TestConfigValidate(t *testing.T) {
 	base := testConfig("n1@host", 1)
 	require.NoError(t, base.Validate())
 	cases := map[string]func(*Config){
-		"a missing ClusterID is refused":                        func(c *Config) { c.ClusterID = "" },
-		"a Self without a node is refused":                      func(c *Config) { c.Self.Node = "" },
-		"a MinClusterSize of zero is refused":                   func(c *Config) { c.MinClusterSize = 0 },
-		"a max timeout below the min is refused":                func(c *Config) { c.ElectionTimeoutMax = c.ElectionTimeoutMin - 1 },
-		"a heartbeat not below the election timeout is refused": func(c *Config) { c.HeartbeatInterval = c.ElectionTimeoutMin },
-		"a zero GhostTTL is refused":                            func(c *Config) { c.GhostTTL = 0 },
-		"a missing Rand is refused":                             func(c *Config) { c.Rand = nil },
-		"an unknown Evidence is refused":                        func(c *Config) { c.Evidence = 9 },
-		"a Bootstrap entry without a name is refused":           func(c *Config) { c.Bootstrap = []gen.ProcessID{{Node: "x@h"}} },
+		"a missing ClusterID is refused":                func(c *Config) { c.ClusterID = "" },
+		"a Self without a node is refused":              func(c *Config) { c.Self.Node = "" },
+		"a MinClusterSize of zero is refused":           func(c *Config) { c.MinClusterSize = 0 },
+		"a max timeout below the min is refused":        func(c *Config) { c.ElectionTimeoutMax = c.ElectionTimeoutMin - 1 },
+		"a zero heartbeat interval is refused":          func(c *Config) { c.HeartbeatInterval = 0 },
+		"a negative PreferStableFor is refused":         func(c *Config) { c.PreferStableFor = -time.Second },
+		"an unknown Prefer kind is refused":             func(c *Config) { c.Prefer.Kind = 9 },
+		"PreferFunc without a Less function is refused": func(c *Config) { c.Prefer.Kind = PreferFunc },
+		"PreferOldest without a start time is refused":  func(c *Config) { c.Prefer.Kind = PreferOldest },
+		"a zero GhostTTL is refused":                    func(c *Config) { c.GhostTTL = 0 },
+		"a missing Rand is refused":                     func(c *Config) { c.Rand = nil },
+		"an unknown Evidence is refused":                func(c *Config) { c.Evidence = 9 },
+		"a Bootstrap entry without a name is refused":   func(c *Config) { c.Bootstrap = []gen.ProcessID{{Node: "x@h"}} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -191,13 +195,28 @@ func TestLeaveWithdrawsAndIsSticky(t *testing.T) {
 	h.heartbeat(4, 1)
 	assert.Equal(t, 4, h.c.ViewSize(), "after one election timeout it may return")
 
-	t.Run("leaving shrinks a running election", func(t *testing.T) {
+	t.Run("leaving does not shrink a running election, only those computed afterwards", func(t *testing.T) {
 		h := newHarness(t, 3, nil) // view 4, quorum 3
 		term := h.campaign()
 		h.grant(2, term)
 		require.Empty(t, effectsIn[Confirm](h.out))
 		require.NoError(t, h.c.Leave(h.now, nodeName(4)))
-		assert.Len(t, effectsIn[Confirm](h.take()), 1, "2 of 3 is now a majority")
+		assert.Empty(t, effectsIn[Confirm](h.take()), "2 of the 4 the election started with is no majority")
+		h.fire(TimerElection)
+		next := h.c.Term()
+		require.Greater(t, next, term)
+		h.grant(2, next)
+		assert.Len(t, effectsIn[Confirm](h.take()), 1, "the next election counts the view of 3: 2 of 3 wins")
+	})
+	t.Run("a member declared during an election votes in it and raises its quorum", func(t *testing.T) {
+		h := newHarness(t, 2, nil) // view 3, quorum 2
+		term := h.campaign()
+		require.NoError(t, h.c.Join(h.now, procID(nodeName(4))))
+		require.NoError(t, h.c.Join(h.now, procID(nodeName(5))))
+		h.grant(2, term)
+		assert.Empty(t, effectsIn[Confirm](h.take()), "2 of 5 is no majority")
+		h.grant(4, term)
+		assert.Len(t, effectsIn[Confirm](h.take()), 1, "3 of 5 is")
 	})
 	t.Run("self and empty names are refused", func(t *testing.T) {
 		require.ErrorIs(t, h.c.Leave(h.now, nodeName(1)), gen.ErrIncorrect)
@@ -664,4 +683,80 @@ func TestFencingTokensIncreaseAcrossLeaders(t *testing.T) {
 			nw.add(cfg, l.hs)
 		}
 	}
+}
+
+// "... and is dropped after GhostTTL if it has not come back." A member can
+// only come back if someone reaches out: unreachable members are probed by
+// name every ElectionTimeoutMax, so a healed link re-admits a member that
+// would never have spoken first (followers do not talk to each other).
+func TestUnreachableMembersAreProbedUntilTheyComeBack(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	h.heartbeat(2, 1)
+	h.step(3, MessageHeartbeatAck{ClusterID: testCluster, Term: 1, Follower: procID(nodeName(3))})
+	h.take()
+	h.c.PeerDown(h.now, peerPID(3), gen.ErrNoConnection)
+	h.take()
+
+	h.fire(TimerProbe)
+	probes := messagesOf[MessageRequestVote](h.take())
+	require.Len(t, probes, 1)
+	assert.Equal(t, procID(nodeName(3)), probes[0].ToName, "the probe goes by name: its PID is forgotten")
+	assert.True(t, probes[0].Message.(MessageRequestVote).PreVote, "a probe spends nobody's vote")
+
+	h.fire(TimerProbe) // still unreachable: probed again
+	require.Len(t, messagesOf[MessageRequestVote](h.take()), 1)
+
+	h.step(3, MessageVote{ClusterID: testCluster, Term: 1, PreVote: true, Voter: procID(nodeName(3))})
+	st := h.c.Status(h.now)
+	for _, m := range st.Members {
+		assert.True(t, m.UnreachableSince.IsZero(), "%s came back", m.Node)
+	}
+	assert.False(t, st.ProbeTimerArmed, "nothing left to probe")
+	h.advance(h.c.cfg.GhostTTL + time.Second)
+	assert.Equal(t, 3, h.c.ViewSize(), "a member that came back is not dropped")
+}
+
+// A discovery loop re-running Join reaches out to a member it already
+// declared if that member is unreachable.
+func TestJoiningAnUnreachableMemberAgainProbesIt(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	h.step(3, MessageHeartbeatAck{ClusterID: testCluster, Term: 0, Follower: procID(nodeName(3))})
+	h.c.PeerDown(h.now, peerPID(3), gen.ErrNoConnection)
+	h.take()
+	require.NoError(t, h.c.Join(h.now, procID(nodeName(3))))
+	probes := messagesOf[MessageRequestVote](h.take())
+	require.Len(t, probes, 1)
+	assert.Equal(t, procID(nodeName(3)), probes[0].ToName)
+}
+
+// A member that lost track of the cluster while cut off (its view shrank
+// after GhostTTL, and the leader's did too) is pointed at the leader by the
+// refusal it gets, reaches out to it, and is admitted again.
+func TestRefusedVoteNamesTheLeaderSoALostMemberCanRejoin(t *testing.T) {
+	t.Run("a refusal names the leader the voter follows", func(t *testing.T) {
+		h := newHarness(t, 2, func(c *Config) { c.PreVote = true })
+		h.heartbeat(2, 1)
+		h.take()
+		h.step(4, MessageRequestVote{ClusterID: testCluster, Term: 2, PreVote: true, Candidate: procID(nodeName(4))})
+		v := lastVote(t, h.take())
+		assert.False(t, v.Granted, "a live leader is heard")
+		assert.Equal(t, procID(nodeName(2)), v.Leader)
+	})
+	t.Run("a grant names nobody", func(t *testing.T) {
+		h := newHarness(t, 2, nil)
+		h.requestVote(2, 1)
+		v := lastVote(t, h.take())
+		require.True(t, v.Granted)
+		assert.Equal(t, gen.ProcessID{}, v.Leader)
+	})
+	t.Run("a member told of a leader outside its view reaches out to it by name", func(t *testing.T) {
+		h := newHarness(t, 2, nil)
+		h.take()
+		h.step(2, MessageVote{ClusterID: testCluster, Term: 1, PreVote: true, Voter: procID(nodeName(2)), Leader: procID(nodeName(7))})
+		probes := messagesOf[MessageRequestVote](h.take())
+		require.Len(t, probes, 1)
+		assert.Equal(t, procID(nodeName(7)), probes[0].ToName)
+		assert.True(t, probes[0].Message.(MessageRequestVote).PreVote, "the probe spends nobody's vote")
+		assert.Equal(t, 3, h.c.ViewSize(), "the leader joins the view only once it answers")
+	})
 }

@@ -33,7 +33,9 @@ type Status struct {
 	// AwaitingConfirm: the election is won and HandleConfirmLeader is pending.
 	AwaitingConfirm bool
 
-	ElectionTimerArmed  bool
+	ElectionTimerArmed bool
+	// ProbeTimerArmed: unreachable members are being probed.
+	ProbeTimerArmed     bool
 	HeartbeatTimerArmed bool
 	HeartbeatInLast     time.Time
 	HeartbeatOutLast    time.Time
@@ -57,8 +59,21 @@ type Status struct {
 	Rounds uint64
 	// QuorumLostStepDowns counts leaderships given up for lack of quorum evidence.
 	QuorumLostStepDowns uint64
+	// LeaderConflicts counts leaderships given up on meeting a second leader
+	// in the same term (diverged views merging).
+	LeaderConflicts uint64
 	// StaleTimers counts timer firings ignored for a stale generation.
 	StaleTimers uint64
+
+	// Started is this member's start time (Config.Started).
+	Started time.Time
+	// Prefer is the preferred-leader rule in force; PreferStableFor the
+	// steadiness it demands (its default applied).
+	Prefer          PreferKind
+	PreferStableFor time.Duration
+	// PreferredTransfers counts the handovers this member made as leader to a
+	// more preferred member.
+	PreferredTransfers uint64
 }
 
 // MemberStatus describes one member of the view.
@@ -73,4 +88,6 @@ type MemberStatus struct {
 	UnreachableSince time.Time
 	// SendError is why the last send to it failed, nil when it did not.
 	SendError error
+	// Started is its start time as its messages told, zero when not known.
+	Started time.Time
 }

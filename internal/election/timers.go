@@ -94,6 +94,7 @@ func (c *Core) electionDue(now time.Time) bool {
 
 // armGhost arms the ghost timer for the earliest expiry, or cancels it.
 func (c *Core) armGhost(now time.Time) {
+	c.armProbe()
 	at, ok := c.view.nextGhostExpiry(c.cfg.GhostTTL)
 	if !ok {
 		c.disarm(TimerGhost)
@@ -101,3 +102,19 @@ func (c *Core) armGhost(now time.Time) {
 	}
 	c.arm(TimerGhost, max(at.Sub(now), 0))
 }
+
+// armProbe arms the probe timer while some member needs reaching out to,
+// and cancels it when none does.
+func (c *Core) armProbe() {
+	switch {
+	case !c.view.anyToProbe():
+		c.disarm(TimerProbe)
+	case !c.timers[TimerProbe].armed:
+		c.arm(TimerProbe, c.probeInterval())
+	}
+}
+
+// probeInterval is how often unreachable members are probed:
+// ElectionTimeoutMax, far below GhostTTL and cheap for a dead address, since
+// the runtime fails sends fast while it backs off redialling.
+func (c *Core) probeInterval() time.Duration { return c.cfg.ElectionTimeoutMax }

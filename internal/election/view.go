@@ -23,6 +23,10 @@ type member struct {
 	lastSend         time.Time // last message generated for it
 	sendFailing      bool      // the shell reported the last send to it failed
 	lastSendErr      error     // why, for inspection
+	started          time.Time // its start time, from its messages; zero when unknown
+	// steadySince starts its current run of replies, each within the evidence
+	// window of the one before; zero when the run is broken.
+	steadySince time.Time
 }
 
 // target is where to send to m: its PID when known, else its name.
@@ -87,6 +91,23 @@ func (v *view) isWithdrawn(node gen.Atom, now time.Time) bool {
 	return false
 }
 
+// toProbe reports whether m should be reached out to again: it is
+// unreachable, or declared and has never answered (a first probe may have
+// been lost, and a member that never hears from this one never adds it).
+func (m *member) toProbe() bool {
+	return !m.unreachableSince.IsZero() || (m.declared && !m.answered)
+}
+
+// anyToProbe reports whether some member should be probed.
+func (v *view) anyToProbe() bool {
+	for _, m := range v.members {
+		if m.toProbe() {
+			return true
+		}
+	}
+	return false
+}
+
 // nextGhostExpiry is the earliest moment an unreachable member expires.
 func (v *view) nextGhostExpiry(ttl time.Duration) (time.Time, bool) {
 	var next time.Time
@@ -115,5 +136,5 @@ func (m *member) status(node gen.Atom) MemberStatus {
 	if m.sendFailing {
 		sendErr = m.lastSendErr
 	}
-	return MemberStatus{Node: node, ProcessID: m.id, PID: m.pid, Declared: m.declared, UnreachableSince: m.unreachableSince, SendError: sendErr}
+	return MemberStatus{Node: node, ProcessID: m.id, PID: m.pid, Declared: m.declared, UnreachableSince: m.unreachableSince, SendError: sendErr, Started: m.started}
 }

@@ -75,19 +75,14 @@ func (t *Tally[K]) Record(voter K, granted bool) bool {
 	return true
 }
 
-// Remove drops voter from the election, lowering its quorum, for a member that
-// left the view while the election ran. Unknown voters are ignored.
-func (t *Tally[K]) Remove(voter K) {
-	if _, ok := t.answers[voter]; !ok {
+// Add makes voter part of the election, raising its quorum, for a member that
+// joined the view while the election ran. A voter already counted is ignored.
+func (t *Tally[K]) Add(voter K) {
+	if _, ok := t.answers[voter]; ok {
 		return
 	}
-	delete(t.answers, voter)
-	for i, v := range t.order {
-		if v == voter {
-			t.order = append(t.order[:i:i], t.order[i+1:]...)
-			break
-		}
-	}
+	t.answers[voter] = 0
+	t.order = append(t.order, voter)
 }
 
 // Has reports whether voter takes part in this election.

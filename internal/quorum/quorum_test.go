@@ -73,19 +73,21 @@ func TestTallyRefusesStrangersAndSecondAnswers(t *testing.T) {
 	assert.Equal(t, Pending, tl.Result())
 }
 
-func TestTallyRemoveLowersQuorum(t *testing.T) {
-	tl := NewTally([]string{"a", "b", "c", "d"})
+// A member that joins the view during an election takes part in it: the
+// quorum rises with the electorate, so a stale, smaller majority cannot win.
+func TestTallyAddRaisesQuorum(t *testing.T) {
+	tl := NewTally([]string{"a", "b", "c"})
 	tl.Record("a", true)
+	tl.Add("d")
+	assert.Equal(t, 4, tl.Size())
+	assert.Equal(t, 3, tl.Quorum())
 	tl.Record("b", true)
-	require.Equal(t, Pending, tl.Result(), "2 of 4 is not a majority")
-	tl.Remove("d")
-	assert.Equal(t, 3, tl.Size())
-	assert.Equal(t, 2, tl.Quorum())
-	assert.Equal(t, Won, tl.Result(), "2 of 3 is")
-	assert.False(t, tl.Has("d"))
-	assert.False(t, tl.Record("d", true), "a removed voter cannot answer")
-	tl.Remove("zz") // unknown voters are ignored
-	assert.Equal(t, 3, tl.Size())
+	assert.Equal(t, Pending, tl.Result(), "2 of 4 is not a majority")
+	assert.True(t, tl.Record("d", true), "the added voter may answer")
+	assert.Equal(t, Won, tl.Result())
+	tl.Add("a") // a voter already counted is ignored
+	assert.Equal(t, 4, tl.Size())
+	assert.Equal(t, []string{"a", "b", "d"}, tl.GrantedBy())
 }
 
 func TestResultNames(t *testing.T) {

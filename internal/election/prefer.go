@@ -1,0 +1,171 @@
+package election
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// PreferKind selects how members are ranked for the preferred leader.
+type PreferKind int
+
+const (
+	// PreferNone ranks nobody: leadership stays wherever elections put it.
+	PreferNone PreferKind = iota
+	// PreferOldest prefers the earliest Started; equal start times go to the
+	// lower node name (byte-wise).
+	PreferOldest
+	// PreferHighestID prefers the highest node name, compared byte-wise.
+	PreferHighestID
+	// PreferFunc ranks with Preference.Less.
+	PreferFunc
+)
+
+// String gives "none", "oldest", "highest-id" or "func".
+func (k PreferKind) String() string {
+	switch k {
+	case PreferNone:
+		return "none"
+	case PreferOldest:
+		return "oldest"
+	case PreferHighestID:
+		return "highest-id"
+	case PreferFunc:
+		return "func"
+	}
+	return "unknown"
+}
+
+// Preference is the preferred-leader rule of Config.Prefer. Every member of a
+// cluster must use the same rule, or a handover could be answered by another.
+type Preference struct {
+	Kind PreferKind
+	// Less, for PreferFunc, reports whether a is MORE preferred than b. It must
+	// be a strict total order and identical on every member; a Candidate's
+	// Started is zero when that member's start time is not known yet.
+	Less func(a, b Candidate) bool
+}
+
+// Candidate is what a Preference ranks a member by.
+type Candidate struct {
+	Node      gen.Atom
+	ProcessID gen.ProcessID
+	Started   time.Time
+}
+
+// Prefers reports whether a is strictly more preferred than b under p; always
+// false for PreferNone. The simulator uses it to know where leadership should
+// settle.
+func (p Preference) Prefers(a, b Candidate) bool {
+	switch p.Kind {
+	case PreferOldest:
+		if !a.Started.Equal(b.Started) {
+			return a.Started.Before(b.Started)
+		}
+		return a.Node < b.Node
+	case PreferHighestID:
+		return a.Node > b.Node
+	case PreferFunc:
+		return p.Less(a, b)
+	}
+	return false
+}
+
+// validate checks the rule against this member's own start time.
+func (p Preference) validate(started time.Time) error {
+	switch p.Kind {
+	case PreferNone, PreferHighestID:
+	case PreferOldest:
+		if started.IsZero() {
+			return errors.New("PreferOldest needs Started")
+		}
+	case PreferFunc:
+		if p.Less == nil {
+			return errors.New("PreferFunc needs a Less function")
+		}
+	default:
+		return fmt.Errorf("unknown Prefer kind %d", int(p.Kind))
+	}
+	return nil
+}
+
+// startedNanos is a start time as it travels: unix nanoseconds, 0 for unknown.
+func startedNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// startedTime reverses startedNanos.
+func startedTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// selfCandidate is this member as its peers see it: its start time passes
+// through the wire form, so every member compares the same values.
+func (c *Core) selfCandidate() Candidate {
+	return Candidate{Node: c.cfg.Self.Node, ProcessID: c.cfg.Self, Started: startedTime(startedNanos(c.cfg.Started))}
+}
+
+func (m *member) candidate(node gen.Atom) Candidate {
+	return Candidate{Node: node, ProcessID: m.id, Started: m.started}
+}
+
+// learnStarted records a member's start time from one of its messages; a new
+// start time is a new incarnation, whose steadiness starts over.
+func (m *member) learnStarted(nanos int64) {
+	if nanos == 0 {
+		return
+	}
+	if t := startedTime(nanos); !t.Equal(m.started) {
+		m.started = t
+		m.steadySince = time.Time{}
+	}
+}
+
+// replied records a reply from m at now, starting a new steady run when the
+// previous reply is older than window.
+func (m *member) replied(now time.Time, window time.Duration) {
+	if m.steadySince.IsZero() || m.lastReply.IsZero() || now.Sub(m.lastReply) >= window {
+		m.steadySince = now
+	}
+	m.lastReply = now
+}
+
+// preferredTarget picks the member to hand leadership to on a heartbeat tick:
+// the most preferred reachable member that is more preferred than self, once
+// it has answered steadily for PreferStableFor. While that member is not yet
+// steady the leader waits rather than hand over to a lesser one, so leadership
+// moves once instead of along a chain.
+func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
+	p := c.cfg.Prefer
+	if p.Kind == PreferNone {
+		return "", false
+	}
+	window := c.cfg.evidenceWindow()
+	var best gen.Atom
+	bestCand := c.selfCandidate()
+	for _, n := range c.view.nodes() {
+		m := c.view.members[n]
+		if !m.handOverTarget() || !m.reached(EvidenceReplies, now, window) {
+			continue
+		}
+		if p.Kind == PreferOldest && m.started.IsZero() {
+			continue
+		}
+		if cand := m.candidate(n); p.Prefers(cand, bestCand) {
+			best, bestCand = n, cand
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	m := c.view.members[best]
+	return best, !m.steadySince.IsZero() && now.Sub(m.steadySince) >= c.cfg.preferStableFor()
+}

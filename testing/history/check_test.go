@@ -1,0 +1,286 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+const ms = time.Millisecond
+
+// state is a KindState event of life 1 in a five-member view with quorum 3.
+func state(at time.Duration, member, role string, term uint64, leader string) Event {
+	return Event{At: at, Kind: KindState, Member: member, Life: 1, Role: role, Term: term, Leader: leader,
+		ViewSize: 5, Quorum: 3, MinClusterSize: 3, VotesGranted: 3}
+}
+
+// leading is a's KindState as leader at term 1 with votes granted in a view
+// of size view with quorum.
+func leading(at time.Duration, votes, view, quorum int) Event {
+	e := state(at, "a", RoleLeader, 1, "a")
+	e.VotesGranted, e.ViewSize, e.Quorum = votes, view, quorum
+	return e
+}
+
+func build(events ...Event) *History {
+	h := New()
+	for _, e := range events {
+		h.Append(e)
+	}
+	return h
+}
+
+// requireViolation asserts err is a Violation of rule whose context marks
+// the offending event.
+func requireViolation(t *testing.T, err error, rule string) *Violation {
+	t.Helper()
+	var v *Violation
+	require.True(t, errors.As(err, &v), "want a violation of %q, got %v", rule, err)
+	assert.Equal(t, rule, v.Rule)
+	assert.Contains(t, v.Context, "> #", "the context marks the offending event")
+	assert.Contains(t, err.Error(), v.Context, "the error prints the history around the violation")
+	return v
+}
+
+// cluster of five members a..e, all following a at term 1.
+func settled(at time.Duration) []Event {
+	return []Event{
+		state(at, "a", RoleLeader, 1, "a"),
+		state(at, "b", RoleFollower, 1, "a"),
+		state(at, "c", RoleFollower, 1, "a"),
+		state(at, "d", RoleFollower, 1, "a"),
+		state(at, "e", RoleFollower, 1, "a"),
+	}
+}
+
+func TestElectionSafety(t *testing.T) {
+	t.Run("two members leading at one term is a violation", func(t *testing.T) {
+		h := build(state(10*ms, "a", RoleLeader, 3, "a"), state(20*ms, "a", RoleFollower, 3, ""),
+			state(30*ms, "b", RoleLeader, 3, "b"))
+		v := requireViolation(t, CheckElectionSafety(h), RuleElectionSafety)
+		assert.Equal(t, 2, v.Index)
+		assert.Contains(t, v.Detail, "b#1 leads at term 3, which a#1 already led")
+	})
+	t.Run("two lives of one member leading at one term is a violation", func(t *testing.T) {
+		second := state(90*ms, "a", RoleLeader, 1, "a")
+		second.Life = 2
+		h := build(state(10*ms, "a", RoleLeader, 1, "a"), Event{At: 50 * ms, Kind: KindCrash, Member: "a", Life: 1},
+			Event{At: 60 * ms, Kind: KindRestart, Member: "a", Life: 2}, second)
+		requireViolation(t, CheckElectionSafety(h), RuleElectionSafety)
+	})
+	t.Run("successive leaders at growing terms pass", func(t *testing.T) {
+		h := build(state(10*ms, "a", RoleLeader, 1, "a"), state(11*ms, "a", RoleLeader, 1, "a"),
+			state(20*ms, "b", RoleLeader, 2, "b"), state(30*ms, "a", RoleLeader, 3, "a"))
+		require.NoError(t, CheckElectionSafety(h))
+	})
+}
+
+func TestLeaderMajority(t *testing.T) {
+	t.Run("a leader with two votes in a view of five is a violation", func(t *testing.T) {
+		h := build(state(0, "a", RoleCandidate, 1, ""), leading(10*ms, 2, 5, 3))
+		v := requireViolation(t, CheckLeaderMajority(h), RuleLeaderMajority)
+		assert.Equal(t, 1, v.Index)
+	})
+	t.Run("a quorum below a strict majority does not excuse a leader", func(t *testing.T) {
+		requireViolation(t, CheckLeaderMajority(build(leading(10*ms, 2, 4, 2))), RuleLeaderMajority)
+	})
+	t.Run("a view that grows while leading is not a violation", func(t *testing.T) {
+		require.NoError(t, CheckLeaderMajority(build(leading(10*ms, 2, 3, 2), leading(20*ms, 2, 5, 3))))
+	})
+}
+
+func TestMinClusterSize(t *testing.T) {
+	t.Run("a leader in a view below MinClusterSize is a violation", func(t *testing.T) {
+		requireViolation(t, CheckMinClusterSize(build(leading(10*ms, 2, 2, 2))), RuleMinClusterSize)
+	})
+	t.Run("an unclustered member in a small view passes", func(t *testing.T) {
+		e := state(10*ms, "a", RoleUnclustered, 1, "")
+		e.ViewSize = 1
+		require.NoError(t, CheckMinClusterSize(build(e)))
+	})
+}
+
+func TestTermMonotonic(t *testing.T) {
+	t.Run("a term going down within a life is a violation", func(t *testing.T) {
+		h := build(state(10*ms, "a", RoleFollower, 4, ""), state(20*ms, "a", RoleFollower, 3, ""))
+		v := requireViolation(t, CheckTermMonotonic(h), RuleTermMonotonic)
+		assert.Contains(t, v.Detail, "term 3 after term 4")
+	})
+	t.Run("a term going down across a durable restart is a violation", func(t *testing.T) {
+		later := state(40*ms, "a", RoleFollower, 1, "")
+		later.Life = 2
+		h := build(state(10*ms, "a", RoleFollower, 4, ""), Event{At: 20 * ms, Kind: KindCrash, Member: "a", Life: 1},
+			Event{At: 30 * ms, Kind: KindRestart, Member: "a", Life: 2, Durable: true}, later)
+		requireViolation(t, CheckTermMonotonic(h), RuleTermMonotonic)
+	})
+	t.Run("a fresh restart may start from term zero", func(t *testing.T) {
+		later := state(40*ms, "a", RoleFollower, 0, "")
+		later.Life = 2
+		h := build(state(10*ms, "a", RoleFollower, 4, ""), Event{At: 20 * ms, Kind: KindCrash, Member: "a", Life: 1},
+			Event{At: 30 * ms, Kind: KindRestart, Member: "a", Life: 2}, later)
+		require.NoError(t, CheckTermMonotonic(h))
+	})
+}
+
+func TestSingleVote(t *testing.T) {
+	vote := func(at time.Duration, life int, term uint64, for_ string) Event {
+		return Event{At: at, Kind: KindVote, Member: "b", Life: life, Term: term, VotedFor: for_}
+	}
+	t.Run("a restarted member voting again at the same term is a violation", func(t *testing.T) {
+		h := build(vote(10*ms, 1, 1, "a"), Event{At: 20 * ms, Kind: KindCrash, Member: "b", Life: 1},
+			Event{At: 30 * ms, Kind: KindRestart, Member: "b", Life: 2}, vote(40*ms, 2, 1, "c"))
+		v := requireViolation(t, CheckSingleVote(h), RuleSingleVote)
+		assert.Contains(t, v.Detail, "b#2 votes for c at term 1 after b#1 voted for a")
+	})
+	t.Run("repeating the same vote and voting at later terms pass", func(t *testing.T) {
+		h := build(vote(10*ms, 1, 1, "a"), vote(20*ms, 1, 1, "a"), vote(30*ms, 1, 2, "c"))
+		require.NoError(t, CheckSingleVote(h))
+	})
+}
+
+func TestConvergence(t *testing.T) {
+	heal := Event{At: 100 * ms, Kind: KindHeal}
+	t.Run("a single followed leader within the bound passes", func(t *testing.T) {
+		h := build(append([]Event{heal}, settled(400*ms)...)...)
+		h.Finish(2 * time.Second)
+		require.NoError(t, CheckConvergence(h, 500*ms))
+		d, ok := SettleTime(h)
+		require.True(t, ok)
+		assert.Equal(t, 300*ms, d)
+	})
+	t.Run("converging later than the bound is a violation", func(t *testing.T) {
+		h := build(append([]Event{heal}, settled(900*ms)...)...)
+		v := requireViolation(t, CheckConvergence(h, 500*ms), RuleConvergence)
+		assert.Equal(t, 900*ms, v.At)
+	})
+	t.Run("two leaders until the end of observation is a violation", func(t *testing.T) {
+		events := append([]Event{heal}, settled(200*ms)...)
+		events = append(events, state(200*ms, "e", RoleLeader, 2, "e"))
+		h := build(events...)
+		h.Finish(2 * time.Second)
+		v := requireViolation(t, CheckConvergence(h, 500*ms), RuleConvergence)
+		assert.Contains(t, v.Detail, "no single leader")
+		_, ok := SettleTime(h)
+		assert.False(t, ok)
+	})
+	t.Run("a member that follows nobody keeps the cluster unconverged", func(t *testing.T) {
+		events := append([]Event{heal}, settled(200*ms)...)
+		events = append(events, state(200*ms, "e", RoleFollower, 1, ""))
+		h := build(events...)
+		h.Finish(2 * time.Second)
+		requireViolation(t, CheckConvergence(h, 500*ms), RuleConvergence)
+	})
+	t.Run("a history that ends partitioned is not judged", func(t *testing.T) {
+		h := build(Event{At: 100 * ms, Kind: KindPartition, Groups: [][]string{{"a", "b", "c"}, {"d", "e"}}})
+		h.Finish(10 * time.Second)
+		require.NoError(t, CheckConvergence(h, 500*ms))
+	})
+	t.Run("a history that ends before the bound is not judged", func(t *testing.T) {
+		h := build(heal, state(100*ms, "a", RoleCandidate, 2, ""))
+		h.Finish(300 * ms)
+		require.NoError(t, CheckConvergence(h, 500*ms))
+	})
+}
+
+func TestIsolatedStepDown(t *testing.T) {
+	cut := Event{At: 1000 * ms, Kind: KindPartition, Groups: [][]string{{"a", "b"}, {"c", "d", "e"}}}
+	t.Run("a minority leader still leading after the bound is a violation", func(t *testing.T) {
+		h := build(append(settled(0), cut)...)
+		h.Finish(2 * time.Second)
+		v := requireViolation(t, CheckIsolatedStepDown(h, 300*ms), RuleIsolatedStepDown)
+		assert.Equal(t, 1300*ms, v.At)
+		assert.Contains(t, v.Detail, "a still leads")
+	})
+	t.Run("a minority leader stepping down within the bound passes", func(t *testing.T) {
+		h := build(append(settled(0), cut, state(1250*ms, "a", RoleFollower, 1, ""))...)
+		h.Finish(2 * time.Second)
+		require.NoError(t, CheckIsolatedStepDown(h, 300*ms))
+	})
+	t.Run("crashed peers count as unreachable", func(t *testing.T) {
+		events := settled(0)
+		for _, m := range []string{"c", "d", "e"} {
+			events = append(events, Event{At: 1000 * ms, Kind: KindCrash, Member: m, Life: 1})
+		}
+		events = append(events, state(1500*ms, "a", RoleFollower, 1, ""))
+		requireViolation(t, CheckIsolatedStepDown(build(events...), 300*ms), RuleIsolatedStepDown)
+	})
+	t.Run("a majority leader may keep leading", func(t *testing.T) {
+		events := append(settled(0), Event{At: 1000 * ms, Kind: KindPartition, Groups: [][]string{{"a", "b", "c"}, {"d", "e"}}})
+		h := build(events...)
+		h.Finish(5 * time.Second)
+		require.NoError(t, CheckIsolatedStepDown(h, 300*ms))
+	})
+	t.Run("a member left out of every group is cut off", func(t *testing.T) {
+		events := append(settled(0), Event{At: 1000 * ms, Kind: KindPartition, Groups: [][]string{{"b", "c", "d", "e"}}})
+		h := build(events...)
+		h.Finish(5 * time.Second)
+		requireViolation(t, CheckIsolatedStepDown(h, 300*ms), RuleIsolatedStepDown)
+	})
+	t.Run("a heal before the bound ends the isolation", func(t *testing.T) {
+		h := build(append(settled(0), cut, Event{At: 1200 * ms, Kind: KindHeal})...)
+		h.Finish(5 * time.Second)
+		require.NoError(t, CheckIsolatedStepDown(h, 300*ms))
+	})
+}
+
+func TestCheckAll(t *testing.T) {
+	t.Run("a clean history has no violations", func(t *testing.T) {
+		h := build(settled(300 * ms)...)
+		h.Finish(time.Second)
+		assert.Empty(t, CheckAll(h, Bounds{Converge: time.Second, StepDown: 300 * ms}))
+	})
+	t.Run("every broken rule is reported", func(t *testing.T) {
+		minority := leading(10*ms, 1, 2, 2)
+		minority.Member, minority.Leader = "b", "b"
+		h := build(state(5*ms, "a", RoleLeader, 1, "a"), minority, state(20*ms, "a", RoleFollower, 0, ""))
+		h.Finish(time.Second)
+		vs := CheckAll(h, Bounds{Converge: 100 * ms})
+		var rules []string
+		for _, v := range vs {
+			rules = append(rules, v.Rule)
+		}
+		assert.Equal(t, []string{RuleElectionSafety, RuleLeaderMajority, RuleMinClusterSize, RuleTermMonotonic, RuleConvergence}, rules)
+		assert.Contains(t, Report(vs), RuleMinClusterSize)
+	})
+}
+
+func TestHistoryConcurrentAppend(t *testing.T) {
+	t.Run("observers of several members may append to one history at once", func(t *testing.T) {
+		defer goleak.VerifyNone(t)
+		h := New()
+		var wg sync.WaitGroup
+		for m := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 100 {
+					h.Append(state(time.Duration(i)*ms, fmt.Sprintf("m%d", m), RoleFollower, uint64(i), ""))
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 400, h.Len())
+		events := h.Events()
+		for i := 1; i < len(events); i++ {
+			require.LessOrEqual(t, events[i-1].At, events[i].At, "events come back in time order")
+		}
+		require.NoError(t, CheckTermMonotonic(h))
+	})
+}
+
+func TestHistoryTable(t *testing.T) {
+	t.Run("the table lists events in time order with their fields", func(t *testing.T) {
+		h := build(state(20*ms, "b", RoleFollower, 2, "a"),
+			Event{At: 10 * ms, Kind: KindPartition, Groups: [][]string{{"a"}, {"b", "c"}}})
+		s := h.String()
+		assert.Regexp(t, `(?s)#0 .*partition \{a\} \| \{b,c\}.*#1 .*b#1 follower .*term=2 leader="a"`, s)
+		assert.Equal(t, 2, h.Len())
+		assert.Equal(t, 20*ms, h.End())
+	})
+}
