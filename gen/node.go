@@ -61,6 +61,10 @@ type Network interface {
 	// Register every type on every node before it exchanges messages;
 	// registering an already registered type is not an error.
 	RegisterTypes(types []any) error
+	// IsRegistered reports whether the dynamic type of v may cross the wire
+	// (registered with RegisterTypes, or one of the runtime's builtins).
+	// Regent adds it so actors can refuse to start without their protocol.
+	IsRegistered(v any) bool
 	// RegisterErrors registers sentinel errors so that they arrive as the
 	// same value (errors.Is works); other errors arrive as their text.
 	RegisterErrors(errs []error) error

@@ -111,6 +111,21 @@ func (c *Core) TransferLeadership(now time.Time, to gen.Atom) error {
 	return c.transferLeadership(now, to)
 }
 
+// SetCampaign says whether this member may start elections. The same-host
+// shortcut allows only the holder of the host's cell: the others still vote,
+// follow and take heartbeats, and never campaign while the holder lives.
+// Votes and quorum are unchanged, so safety is too. When a member is allowed
+// again and knows no live leader, it campaigns after a short random delay.
+func (c *Core) SetCampaign(now time.Time, allowed bool) {
+	if c.campaignHeld == !allowed {
+		return
+	}
+	c.campaignHeld = !allowed
+	if allowed && c.role == RoleFollower && !c.leaderLive(now) {
+		c.armElectionAfter(now, c.jitter(c.cfg.HeartbeatInterval))
+	}
+}
+
 // HasReady reports whether Ready has anything to do.
 func (c *Core) HasReady() bool { return c.hasReady() }
 
@@ -202,6 +217,7 @@ func (c *Core) Status(now time.Time) Status {
 		AwaitingConfirm:       c.awaitingConfirm,
 		ElectionTimerArmed:    c.timers[TimerElection].armed,
 		ProbeTimerArmed:       c.timers[TimerProbe].armed,
+		CampaignHeld:          c.campaignHeld,
 		HeartbeatTimerArmed:   c.timers[TimerHeartbeat].armed,
 		HeartbeatInLast:       c.heartbeatInLast,
 		HeartbeatOutLast:      c.heartbeatOutLast,

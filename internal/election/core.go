@@ -30,6 +30,9 @@ type Core struct {
 	preVoting       bool
 	awaitingConfirm bool // won; HandleConfirmLeader's answer is pending
 	skipPreVote     bool // the next election timeout campaigns at once
+	// campaignHeld: another member on this host holds the same-host cell, so
+	// this one votes and follows but starts no election (SetCampaign).
+	campaignHeld bool
 	// mergeCampaign: the next campaign passes leader stickiness (as a
 	// handover does) because it resolves two leaders in one term.
 	mergeCampaign bool

@@ -290,6 +290,15 @@ func (c *Core) onElectionTimeout(now time.Time) {
 		return
 	}
 	c.recognise(gen.PID{})
+	if c.campaignHeld {
+		// Another member on this host campaigns for the host; wait for it.
+		if c.role == RoleCandidate {
+			c.becomeFollower(now, gen.PID{})
+			return
+		}
+		c.armElection(now)
+		return
+	}
 	if c.cfg.PreVote && !c.skipPreVote {
 		c.startPreVote(now)
 	} else {

@@ -760,3 +760,26 @@ func TestRefusedVoteNamesTheLeaderSoALostMemberCanRejoin(t *testing.T) {
 		assert.Equal(t, 3, h.c.ViewSize(), "the leader joins the view only once it answers")
 	})
 }
+
+// The same-host shortcut: a member that does not hold the host's cell votes
+// and follows but never starts an election; allowed again, it campaigns soon.
+func TestSetCampaignGatesElectionsOnly(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	h.take()
+	h.c.SetCampaign(h.now, false)
+	h.fire(TimerElection)
+	assert.Equal(t, RoleFollower, h.c.Role(), "no election while another member holds the cell")
+	assert.Empty(t, messagesOf[MessageRequestVote](h.take()))
+	assert.True(t, h.c.Status(h.now).ElectionTimerArmed, "it keeps waiting, so it can take over later")
+	assert.True(t, h.c.Status(h.now).CampaignHeld)
+
+	h.requestVote(2, 1)
+	assert.True(t, lastVote(t, h.take()).Granted, "it still votes")
+
+	h.advance(time.Second)
+	h.c.SetCampaign(h.now, true)
+	h.collect()
+	assert.Less(t, h.due[TimerElection].Sub(h.now), h.c.cfg.HeartbeatInterval, "it campaigns within a heartbeat interval, not a fresh election timeout")
+	h.fire(TimerElection)
+	assert.Equal(t, RoleCandidate, h.c.Role(), "allowed again, it campaigns")
+}

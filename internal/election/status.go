@@ -34,6 +34,9 @@ type Status struct {
 	AwaitingConfirm bool
 
 	ElectionTimerArmed bool
+	// CampaignHeld: another member on this host holds the same-host cell, so
+	// this one starts no election.
+	CampaignHeld bool
 	// ProbeTimerArmed: unreachable members are being probed.
 	ProbeTimerArmed     bool
 	HeartbeatTimerArmed bool

@@ -1,0 +1,327 @@
+package leader
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// Actor is the embeddable election actor. Embed it, implement Init (and
+// usually HandleBecomeLeader and HandleBecomeFollower), and spawn the type
+// with SpawnRegister: peers reach each other by registered name. Actor embeds
+// the gen.Process it runs as, so the embedding type calls Send, Log and the
+// rest directly.
+//
+// All of Actor's state is owned by the process's goroutine; its methods may be
+// called only from the actor's own callbacks.
+type Actor struct {
+	gen.Process
+
+	behavior ActorBehavior
+	mailbox  gen.ProcessMailbox
+	core     *election.Core
+	options  Options
+
+	// timers holds the cancel function of the armed runtime timer of each
+	// election timer kind; a stale firing is ignored by the core anyway.
+	timers map[election.TimerKind]gen.CancelFunc
+	// monitored is the set of peer PIDs this actor monitors for the election,
+	// so their down messages go to the core, not to HandleMessage.
+	monitored map[gen.PID]struct{}
+	// flushing is true while Ready is being handled, so that API calls made
+	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
+	// for the running loop instead of re-entering it.
+	flushing bool
+	// fatal is the error a callback returned while handling Ready; it
+	// terminates the actor once the loop unwinds.
+	fatal error
+	// subscribers receive MessageLeaderChanged on every change of leader or term.
+	subscribers map[gen.PID]struct{}
+	// sameHost is the host's cell when Options.SameHost is set.
+	sameHost *sameHost
+	// reported is the role, term and leader last reported to OnTransition
+	// and subscribers; nil before the first report.
+	reported *transitionState
+}
+
+// electionTimer is what a fired election timer looks like in the mailbox. It
+// is sent only to self, so it never crosses the network.
+type electionTimer struct {
+	timer election.Timer
+}
+
+// ProcessInit binds the actor to its process, calls Init, validates and
+// applies the Options. It refuses to start when the wire types are not
+// registered on the node or the actor has no registered name.
+func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
+	b, ok := process.Behavior().(ActorBehavior)
+	if !ok {
+		return fmt.Errorf("leader: %T does not implement leader.ActorBehavior: %w", process.Behavior(), gen.ErrIncorrect)
+	}
+	a.Process = process
+	a.behavior = b
+	a.mailbox = process.Mailbox()
+	a.timers = make(map[election.TimerKind]gen.CancelFunc)
+	a.monitored = make(map[gen.PID]struct{})
+	a.subscribers = make(map[gen.PID]struct{})
+
+	options, err := b.Init(args...)
+	if err != nil {
+		return err
+	}
+	if process.Name() == "" {
+		return fmt.Errorf("leader: the actor has no registered name; spawn it with SpawnRegister so peers can reach it: %w", gen.ErrIncorrect)
+	}
+	if err := checkRegistered(process.Node().Network()); err != nil {
+		return err
+	}
+	timings, minSize, warnings, err := options.resolve()
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		a.Log().Warning("leader: %s", w)
+	}
+	var seed [16]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return fmt.Errorf("leader: seeding the election's random source: %w", err)
+	}
+	cfg := election.Config{
+		ClusterID:          options.ClusterID,
+		Self:               gen.ProcessID{Name: process.Name(), Node: process.Node().Name()},
+		MinClusterSize:     minSize,
+		Bootstrap:          options.Bootstrap,
+		ElectionTimeoutMin: timings.min,
+		ElectionTimeoutMax: timings.max,
+		HeartbeatInterval:  timings.heartbeat,
+		GhostTTL:           timings.ghostTTL,
+		PreVote:            !options.DisablePreVote,
+		Evidence:           options.Evidence.core(),
+		FastFailover:       !options.DisableFastFailover,
+		Started:            time.Now(),
+		Prefer:             options.Prefer,
+		PreferStableFor:    timings.preferStableFor,
+		Rand:               rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))),
+	}
+	var hs election.HardState
+	if options.StateFile != "" {
+		if hs, err = loadHardState(options.StateFile, options.ClusterID); err != nil {
+			return err
+		}
+	}
+	core, err := election.New(cfg, process.PID(), hs, time.Now())
+	if err != nil {
+		return fmt.Errorf("leader: %w", err)
+	}
+	a.core = core
+	a.options = options
+	if options.SameHost != "" {
+		if a.sameHost, err = openSameHost(options.SameHost, timings.heartbeat); err != nil {
+			return err
+		}
+		a.onSameHostTick(time.Now())
+	}
+	a.flush()
+	return a.takeFatal()
+}
+
+// checkRegistered fails when the election's wire types are not registered on
+// the node: an unregistered vote fails to encode on every send, and the node
+// would look healthy while never joining an election.
+func checkRegistered(network gen.Network) error {
+	for _, t := range NetworkTypes() {
+		if !network.IsRegistered(t) {
+			return fmt.Errorf("leader: wire type %T is not registered on this node; call node.Network().RegisterTypes(leader.NetworkTypes()) before spawning: %w", t, gen.ErrUnregistered)
+		}
+	}
+	return nil
+}
+
+// ProcessRun handles queued messages, most urgent first, until the mailbox is
+// empty (nil) or the actor must terminate (the reason).
+func (a *Actor) ProcessRun() error {
+	for {
+		item, ok := a.mailbox.Urgent.Pop()
+		if !ok {
+			item, ok = a.mailbox.System.Pop()
+		}
+		if !ok {
+			item, ok = a.mailbox.Main.Pop()
+		}
+		if !ok {
+			return nil
+		}
+		m, isMessage := item.(*gen.MailboxMessage)
+		if !isMessage {
+			a.Log().Error("leader: dropped a mailbox item of type %T", item)
+			continue
+		}
+		if err := a.handle(m); err != nil {
+			return err
+		}
+	}
+}
+
+// ProcessTerminate hands leadership over when the actor ends on purpose
+// (so a reachable peer campaigns at once), then calls Terminate.
+func (a *Actor) ProcessTerminate(reason error) {
+	if a.core != nil && a.core.IsLeader() && (errors.Is(reason, gen.TerminateReasonNormal) || errors.Is(reason, gen.TerminateReasonShutdown)) {
+		if err := a.core.StepDown(time.Now()); err == nil {
+			a.flush()
+		}
+	}
+	for _, cancel := range a.timers {
+		cancel()
+	}
+	if a.sameHost != nil {
+		if err := a.sameHost.release(); err != nil {
+			a.Log().Warning("leader: releasing the same-host cell: %v", err)
+		}
+	}
+	a.behavior.Terminate(reason)
+}
+
+func (a *Actor) handle(m *gen.MailboxMessage) error {
+	switch m.Type {
+	case gen.MailboxMessageTypeRequest:
+		return a.handleCall(m)
+	case gen.MailboxMessageTypeExit:
+		reason := exitReason(m.Message)
+		if errors.Is(reason, gen.TerminateReasonKill) || !a.TrapExit() {
+			return reason
+		}
+		return a.behavior.HandleMessage(m.From, m.Message)
+	case gen.MailboxMessageTypeInspect:
+		items, _ := m.Message.([]string)
+		if err := a.SendResponse(m.From, m.Ref, a.inspect(m.From, items)); err != nil {
+			a.Log().Error("leader: answering inspection of %s: %v", m.From, err)
+		}
+		return nil
+	}
+	now := time.Now()
+	switch msg := m.Message.(type) {
+	case electionTimer:
+		if m.From != a.PID() {
+			return a.behavior.HandleMessage(m.From, m.Message)
+		}
+		a.core.Tick(now, msg.timer)
+	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
+		election.MessageHeartbeatAck, election.MessageTimeoutNow:
+		a.core.Step(now, m.From, msg)
+	case sameHostTick:
+		if m.From != a.PID() || a.sameHost == nil {
+			return a.behavior.HandleMessage(m.From, m.Message)
+		}
+		a.onSameHostTick(now)
+	case MessageSubscribe:
+		a.subscribe(msg.Subscriber)
+	case MessageUnsubscribe:
+		a.unsubscribe(msg.Subscriber)
+	case gen.MessageDownPID:
+		if _, sub := a.subscribers[msg.PID]; sub {
+			delete(a.subscribers, msg.PID)
+		}
+		if _, ours := a.monitored[msg.PID]; !ours {
+			return a.behavior.HandleMessage(m.From, m.Message)
+		}
+		delete(a.monitored, msg.PID)
+		a.core.PeerDown(now, msg.PID, msg.Reason)
+	default:
+		return a.behavior.HandleMessage(m.From, m.Message)
+	}
+	a.flush()
+	return a.takeFatal()
+}
+
+func (a *Actor) handleCall(m *gen.MailboxMessage) error {
+	var result any
+	var err error
+	if r, ok := m.Message.(controlRequest); ok && a.core != nil {
+		result, err = a.control(r)
+	} else {
+		result, err = a.behavior.HandleCall(m.From, m.Ref, m.Message)
+	}
+	switch {
+	case err != nil && gen.IsTerminateReason(err):
+		return err
+	case err != nil:
+		if e := a.SendResponseError(m.From, m.Ref, err); e != nil {
+			a.Log().Error("leader: answering %s with an error: %v", m.From, e)
+		}
+	case result != nil:
+		if e := a.SendResponse(m.From, m.Ref, result); e != nil {
+			a.Log().Error("leader: answering %s: %v", m.From, e)
+			if e2 := a.SendResponseError(m.From, m.Ref, e); e2 != nil {
+				a.Log().Error("leader: answering %s with an error: %v", m.From, e2)
+			}
+		}
+	}
+	return a.takeFatal()
+}
+
+func exitReason(message any) error {
+	switch e := message.(type) {
+	case gen.MessageExitPID:
+		return e.Reason
+	case gen.MessageExitProcessID:
+		return e.Reason
+	case gen.MessageExitNode:
+		return gen.ErrNoConnection
+	}
+	return fmt.Errorf("leader: exit signal carrying %T: %w", message, gen.ErrMalformed)
+}
+
+// takeFatal returns and clears the error a callback returned during flush.
+func (a *Actor) takeFatal() error {
+	err := a.fatal
+	a.fatal = nil
+	return err
+}
+
+// Default callbacks. Init has none on purpose: the Options are the user's to decide.
+
+// HandleMessage logs the unhandled message at Warning.
+func (a *Actor) HandleMessage(from gen.PID, message any) error {
+	a.Log().Warning("leader: unhandled message from %s: %#v", from, message)
+	return nil
+}
+
+// HandleCall logs the unhandled request and answers gen.ErrUnsupported.
+func (a *Actor) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error) {
+	a.Log().Warning("leader: unhandled request from %s: %#v", from, request)
+	return nil, fmt.Errorf("leader: request of type %T: %w", request, gen.ErrUnsupported)
+}
+
+// Terminate does nothing.
+func (a *Actor) Terminate(reason error) {}
+
+// HandleInspect adds nothing to the election's keys.
+func (a *Actor) HandleInspect(from gen.PID, item ...string) map[string]string { return nil }
+
+// HandleConfirmLeader confirms every won election.
+func (a *Actor) HandleConfirmLeader() (bool, error) { return true, nil }
+
+// HandleBecomeLeader logs a warning: winning leadership and doing nothing
+// with it is almost always a missing implementation.
+func (a *Actor) HandleBecomeLeader() error {
+	a.Log().Warning("leader: became leader of cluster %q at term %d, but HandleBecomeLeader is not implemented", a.core.Status(time.Now()).ClusterID, a.core.Term())
+	return nil
+}
+
+// HandleBecomeFollower logs a warning, as HandleBecomeLeader does.
+func (a *Actor) HandleBecomeFollower(leader gen.PID) error {
+	a.Log().Warning("leader: following %s at term %d, but HandleBecomeFollower is not implemented", leader, a.core.Term())
+	return nil
+}
+
+// HandlePeerJoined does nothing.
+func (a *Actor) HandlePeerJoined(peer gen.PID) error { return nil }
+
+// HandlePeerLeft does nothing.
+func (a *Actor) HandlePeerLeft(peer gen.PID) error { return nil }

@@ -1,0 +1,149 @@
+package leader
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// IsLeader reports whether this actor holds published leadership.
+func (a *Actor) IsLeader() bool { return a.core != nil && a.core.IsLeader() }
+
+// Leader returns the PID of the leader this actor recognises (its own when it
+// leads), zero when none.
+func (a *Actor) Leader() gen.PID {
+	if a.core == nil {
+		return gen.PID{}
+	}
+	return a.core.Leader()
+}
+
+// Term returns the current term.
+func (a *Actor) Term() uint64 {
+	if a.core == nil {
+		return 0
+	}
+	return a.core.Term()
+}
+
+// FencingToken returns a token that strictly increases with every change of
+// leadership in the cluster (the term of this leadership), zero when this
+// actor does not lead. Carry it with every irreversible action and let the
+// resource reject a token older than one it has seen.
+func (a *Actor) FencingToken() uint64 {
+	if a.core == nil {
+		return 0
+	}
+	return a.core.FencingToken()
+}
+
+// ClusterID returns the cluster this actor belongs to.
+func (a *Actor) ClusterID() string { return a.options.ClusterID }
+
+// Peers returns the PIDs of the members whose PID is known.
+func (a *Actor) Peers() []gen.PID {
+	if a.core == nil {
+		return nil
+	}
+	return a.core.Peers()
+}
+
+// PeerCount returns len(Peers()).
+func (a *Actor) PeerCount() int { return len(a.Peers()) }
+
+// HasPeer reports whether pid is a member's known PID.
+func (a *Actor) HasPeer(pid gen.PID) bool { return a.core != nil && a.core.HasPeer(pid) }
+
+// Bootstrap returns the peers configured in Options.Bootstrap.
+func (a *Actor) Bootstrap() []gen.ProcessID { return slices.Clone(a.options.Bootstrap) }
+
+// Join declares a peer: it counts toward the view at once, before it answers,
+// and negotiation starts without spending anyone's vote. Idempotent per node.
+// Call it from a handler, not from Init.
+func (a *Actor) Join(peer gen.ProcessID) error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if err := a.core.Join(time.Now(), peer); err != nil {
+		return fmt.Errorf("leader: join %s: %w", peer, err)
+	}
+	a.flush()
+	return nil
+}
+
+// Leave withdraws node from the view and from every later quorum; traffic from
+// it is ignored for one election timeout so messages in flight cannot re-admit it.
+func (a *Actor) Leave(node gen.Atom) error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if err := a.core.Leave(time.Now(), node); err != nil {
+		return fmt.Errorf("leader: leave %s: %w", node, err)
+	}
+	a.flush()
+	return nil
+}
+
+// StepDown hands leadership to the reachable peer that answered most
+// recently: this actor stops leading first (HandleBecomeFollower runs), then
+// tells that peer to campaign at once. If it does not win within an election
+// timeout the cluster elects as usual. Errors wrap gen.ErrNotAllowed when
+// this actor does not lead or no peer is reachable.
+func (a *Actor) StepDown() error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if err := a.core.StepDown(time.Now()); err != nil {
+		return fmt.Errorf("leader: step down: %w", err)
+	}
+	a.flush()
+	return nil
+}
+
+// TransferLeadership is StepDown to a chosen member's node.
+func (a *Actor) TransferLeadership(node gen.Atom) error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if err := a.core.TransferLeadership(time.Now(), node); err != nil {
+		return fmt.Errorf("leader: transfer leadership to %s: %w", node, err)
+	}
+	a.flush()
+	return nil
+}
+
+// Broadcast sends message to every member of the view, by PID where known and
+// by name otherwise. It tries every member and returns how many sends failed
+// and the first error.
+func (a *Actor) Broadcast(message any) (int, error) {
+	if err := a.ready(); err != nil {
+		return 0, err
+	}
+	failed := 0
+	var first error
+	for _, m := range a.core.Members() {
+		var err error
+		if m.PID != (gen.PID{}) {
+			err = a.Send(m.PID, message)
+		} else {
+			err = a.Send(m.ProcessID, message)
+		}
+		if err != nil {
+			failed++
+			if first == nil {
+				first = fmt.Errorf("leader: broadcast to %s: %w", m.Node, err)
+			}
+		}
+	}
+	return failed, first
+}
+
+// ready fails when the election is not set up yet (a call from Init).
+func (a *Actor) ready() error {
+	if a.core == nil {
+		return fmt.Errorf("leader: the election starts after Init returns; call this from a handler: %w", gen.ErrNotAllowed)
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package leader_test
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
+)
+
+// "There is exactly one leader per cluster."
+func TestElectsOneLeader(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(strconv.Itoa(size)+" members elect one leader that all follow", func(t *testing.T) {
+			c := newCluster(t, size, defaults)
+			leaderIdx, term := c.waitOneLeader(all(size))
+			assert.NotEqual(t, "0", term)
+			assert.Equal(t, 1, c.events.count(string(c.nodes[leaderIdx].Name())+" leader"))
+		})
+	}
+}
+
+// "Note over A: crash ... B: no heartbeat within ElectionTimeout ... leader at term 2":
+// when the leader's node dies, a survivor leads at a higher term.
+func TestLeaderNodeKilledSurvivorLeadsAtHigherTerm(t *testing.T) {
+	c := newCluster(t, 5, defaults)
+	first, term := c.waitOneLeader(all(5))
+	c.nodes[first].StopForce()
+	survivors := without(all(5), first)
+	next, nextTerm := c.waitOneLeader(survivors)
+	assert.NotEqual(t, first, next)
+	assert.Greater(t, atoi(t, nextTerm), atoi(t, term))
+}
+
+// "No leader below the floor. A group smaller than MinClusterSize reports
+// unclustered and elects nobody."
+func TestMinClusterSizeFloor(t *testing.T) {
+	c := newCluster(t, 2, defaults) // MinClusterSize defaults to 3; a view of 2 is below it
+	require.Eventually(t, func() bool {
+		return c.inspect(0, "ergo:view_size")["ergo:view_size"] == "2" && c.inspect(1, "ergo:view_size")["ergo:view_size"] == "2"
+	}, settle, poll)
+	for i := 0; i < 2; i++ {
+		assert.Equal(t, "unclustered", c.inspect(i, "ergo:state")["ergo:state"])
+	}
+	// A third member joins; the view reaches the floor and one leader is elected.
+	c.nodes = append(c.nodes, c.startNode("m2@127.0.0.1"))
+	c.pids = append(c.pids, c.spawn(2, leader.Options{ClusterID: "test", Bootstrap: []gen.ProcessID{{Name: memberName, Node: c.nodes[0].Name()}}}))
+	c.waitOneLeader(all(3))
+}
+
+// "HandleConfirmLeader ... Returning false, or an error, withholds it:
+// HandleBecomeLeader does not run and the node re-campaigns after a backoff."
+func TestConfirmLeaderDenyThenAllow(t *testing.T) {
+	var denials atomic.Int32
+	c := newCluster(t, 3, defaults, func(i int, m *member) {
+		m.confirm = func() (bool, error) {
+			if denials.Add(1) <= 3 {
+				return false, nil
+			}
+			return true, nil
+		}
+	})
+	leaderIdx, _ := c.waitOneLeader(all(3))
+	assert.GreaterOrEqual(t, denials.Load(), int32(4))
+	total := 0
+	for i := 0; i < 3; i++ {
+		n, err := strconv.Atoi(c.inspect(i, "ergo:confirm_denied")["ergo:confirm_denied"])
+		require.NoError(t, err)
+		total += n
+	}
+	assert.Equal(t, 3, total, "every denial is counted in ergo:confirm_denied")
+	assert.Equal(t, 1, c.events.count(string(c.nodes[leaderIdx].Name())+" leader"), "HandleBecomeLeader runs only once leadership is confirmed")
+}
+
+// "HandleBecomeLeader ... Returning an error rolls the transition back: the
+// actor steps down again and the error terminates it."
+func TestBecomeLeaderErrorTerminatesTheActor(t *testing.T) {
+	var refused atomic.Int32
+	c := newCluster(t, 3, defaults, func(i int, m *member) {
+		m.onLead = func() error {
+			if refused.Add(1) == 1 {
+				return errRefused
+			}
+			return nil
+		}
+	})
+	var gone int = -1
+	require.Eventually(t, func() bool {
+		for i := range c.pids {
+			if _, err := c.nodes[i].ProcessInfo(c.pids[i]); err != nil {
+				gone = i
+				return true
+			}
+		}
+		return false
+	}, settle, poll, "the member whose HandleBecomeLeader failed must terminate")
+	// The refusing member ended with a real reason, so the survivors drop it
+	// at once ("a death reported with an actual reason removes the member
+	// immediately"): their view is 2, below the floor of 3.
+	for _, i := range without(all(3), gone) {
+		require.Eventually(t, func() bool {
+			return c.inspect(i, "ergo:view_size")["ergo:view_size"] == "2"
+		}, settle, poll)
+	}
+}
+
+// Setup: "The actor checks this at Init and refuses to start if its protocol
+// is not registered."
+func TestInitRefusesUnregisteredProtocol(t *testing.T) {
+	c := &testCluster{t: t, events: &eventLog{}}
+	n, err := startPlainNode("bare@127.0.0.1")
+	require.NoError(t, err)
+	defer n.Stop()
+	c.nodes = []gen.Node{n}
+	_, err = n.SpawnRegister(memberName, func() gen.ProcessBehavior {
+		return &member{opts: leader.Options{ClusterID: "test"}, events: c.events}
+	}, gen.ProcessOptions{})
+	require.ErrorIs(t, err, gen.ErrUnregistered)
+	assert.Contains(t, err.Error(), "RegisterTypes")
+}
+
+// Init errors: bad options and an unregistered actor are clear errors from Init.
+func TestInitRejectsBadOptions(t *testing.T) {
+	c := newCluster(t, 1, func(int) leader.Options { return leader.Options{ClusterID: "test", MinClusterSize: 1} })
+	_, err := c.nodes[0].SpawnRegister("other", func() gen.ProcessBehavior {
+		return &member{opts: leader.Options{}, events: c.events}
+	}, gen.ProcessOptions{})
+	require.ErrorIs(t, err, gen.ErrIncorrect)
+	assert.Contains(t, err.Error(), "ClusterID")
+
+	_, err = c.nodes[0].Spawn(func() gen.ProcessBehavior {
+		return &member{opts: leader.Options{ClusterID: "x"}, events: c.events}
+	}, gen.ProcessOptions{})
+	require.ErrorIs(t, err, gen.ErrIncorrect)
+	assert.Contains(t, err.Error(), "SpawnRegister")
+}
+
+// MinClusterSize 1: "lets a lone node appoint itself."
+func TestLoneNodeWithMinClusterSizeOne(t *testing.T) {
+	c := newCluster(t, 1, func(int) leader.Options { return leader.Options{ClusterID: "solo", MinClusterSize: 1} })
+	c.waitOneLeader([]int{0})
+	assert.Equal(t, "1", c.inspect(0, "ergo:quorum")["ergo:quorum"])
+}
+
+// Observability: "Passing item names returns only those keys; pass help for
+// the list, and an unknown item comes back as <unknown item>"; user keys merge on top.
+func TestInspection(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	leaderIdx, term := c.waitOneLeader(all(3))
+
+	full := c.inspect(leaderIdx)
+	for _, key := range leader.InspectKeys() {
+		assert.Contains(t, full, key)
+	}
+	assert.Equal(t, "recorded", full["user:callbacks"], "the user's HandleInspect keys are merged")
+	assert.Equal(t, "leader", full["ergo:state"])
+	assert.Equal(t, "true", full["ergo:leader"])
+	assert.Equal(t, term, full["ergo:term"])
+	assert.Equal(t, "test", full["ergo:cluster"])
+	assert.Equal(t, "3", full["ergo:view_size"])
+	assert.Equal(t, "2", full["ergo:quorum"])
+	assert.Equal(t, "3", full["ergo:min_cluster_size"])
+	assert.Equal(t, "2", full["ergo:peers"])
+	assert.Equal(t, "true", full["ergo:heartbeat_timer_armed"])
+	assert.Equal(t, term, full["ergo:fencing_token"])
+
+	some := c.inspect(leaderIdx, "ergo:term", "nonsense", "help")
+	assert.Equal(t, term, some["ergo:term"])
+	assert.Equal(t, "<unknown item>", some["nonsense"])
+	assert.Contains(t, some["help"], "ergo:dropped_by_reason")
+	assert.NotContains(t, some, "ergo:state", "only the named items are returned")
+
+	follower := (leaderIdx + 1) % 3
+	f := c.inspect(follower)
+	assert.Equal(t, "follower", f["ergo:state"])
+	assert.Equal(t, "false", f["ergo:leader"])
+	assert.Equal(t, string(c.nodes[leaderIdx].Name()), f["ergo:leader_node"])
+	assert.Equal(t, "true", f["ergo:election_timer_armed"])
+	assert.NotEqual(t, "never", f["ergo:heartbeat_in_last"])
+	assert.Equal(t, "0", f["ergo:fencing_token"])
+}
+
+// Cluster-wide inspection from one node reaches every member.
+func TestInspectCluster(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	leaderIdx, term := c.waitOneLeader(all(3))
+	got, err := leader.InspectCluster(c.nodes[0], c.pids[0], "ergo:state", "ergo:term")
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	leaders := 0
+	for _, m := range got {
+		require.NoError(t, m.Err, "member %s", m.Node)
+		assert.Equal(t, term, m.Inspection["ergo:term"])
+		if m.Inspection["ergo:state"] == "leader" {
+			leaders++
+			assert.Equal(t, c.nodes[leaderIdx].Name(), m.Node)
+		}
+	}
+	assert.Equal(t, 1, leaders)
+	found, err := leader.Find(c.nodes[1])
+	require.NoError(t, err)
+	assert.Equal(t, []gen.PID{c.pids[1]}, found)
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	require.NoError(t, err)
+	return v
+}
+
+// "Diverged views do [elect two leaders] ... That is the cold-start case";
+// "When the two sides can talk again, the higher term wins and the other side
+// steps down."
+func TestDivergedColdStartConvergesToOneLeader(t *testing.T) {
+	group := func(i int) leader.Options {
+		o := leader.Options{ClusterID: "test"}
+		base := (i / 3) * 3
+		for j := base; j < base+3; j++ {
+			if j != i {
+				o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: memberName, Node: gen.Atom("m" + strconv.Itoa(j) + "@127.0.0.1")})
+			}
+		}
+		return o
+	}
+	c := newCluster(t, 6, group)
+	a, _ := c.waitOneLeader([]int{0, 1, 2})
+	b, _ := c.waitOneLeader([]int{3, 4, 5})
+	assert.Len(t, c.leaders(all(6)), 2, "two groups that never knew each other each elect: %d and %d", a, b)
+
+	// Discovery now resolves every node everywhere, as a discovery loop
+	// re-running Join would: each member joins the members of the other group.
+	for i := 0; i < 6; i++ {
+		for j := 0; j < 6; j++ {
+			if i/3 != j/3 {
+				require.NoError(t, leader.JoinPeer(c.nodes[i], c.pids[i], gen.ProcessID{Name: memberName, Node: c.nodes[j].Name()}))
+			}
+		}
+	}
+	c.waitOneLeader(all(6))
+	for i := 0; i < 6; i++ {
+		require.Eventually(t, func() bool { return c.inspect(i, "ergo:view_size")["ergo:view_size"] == "6" }, settle, poll, "member %d", i)
+	}
+}
+
+// Membership: "two rolling deploys of a five-node cluster leave a view of
+// thirteen ... GhostTTL bounds it."
+func TestRollingDeploysGhostTTLRestoresTheView(t *testing.T) {
+	opts := func(int) leader.Options { return leader.Options{ClusterID: "test", GhostTTL: 1000} }
+	c := newCluster(t, 5, opts)
+	c.waitOneLeader(all(5))
+	alive := all(5)
+	for deploy := 0; deploy < 2; deploy++ {
+		for k := 0; k < 5; k++ {
+			old := alive[0]
+			c.nodes[old].StopForce() // everything on a lost node reads as ErrNoConnection
+			alive = alive[1:]
+			idx := len(c.nodes)
+			c.nodes = append(c.nodes, c.startNode(gen.Atom("m"+strconv.Itoa(idx)+"@127.0.0.1")))
+			o := opts(idx)
+			for _, j := range alive {
+				o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: memberName, Node: c.nodes[j].Name()})
+			}
+			c.pids = append(c.pids, c.spawn(idx, o))
+			alive = append(alive, idx)
+			c.waitOneLeader(alive)
+		}
+	}
+	for _, i := range alive {
+		var v map[string]string
+		require.Eventually(t, func() bool {
+			v = c.inspect(i, "ergo:view_size", "ergo:unreachable", "ergo:peers_list", "ergo:declared")
+			return v["ergo:view_size"] == "5" && v["ergo:unreachable"] == ""
+		}, settle, poll, "member %d keeps ghosts past GhostTTL: %v", i, v)
+	}
+	c.waitOneLeader(alive)
+}

@@ -1,0 +1,186 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// Transition is one change of a member's role, term or recognised leader, as
+// reported to Options.OnTransition and to subscribers.
+type Transition struct {
+	At             time.Time
+	ClusterID      string
+	Member         gen.PID
+	Role           string
+	Term           uint64
+	Leader         gen.PID
+	ViewSize       int
+	Quorum         int
+	MinClusterSize int
+	// VotesGranted is the number of votes behind the last election this
+	// member ran, itself included.
+	VotesGranted int
+}
+
+// MessageSubscribe asks a leader actor to send MessageLeaderChanged to
+// Subscriber now and on every change of leader or term, until the subscriber
+// terminates or sends MessageUnsubscribe. It works across nodes: register
+// NetworkTypes on both.
+type MessageSubscribe struct {
+	Subscriber gen.PID
+}
+
+// MessageUnsubscribe ends a subscription made with MessageSubscribe.
+type MessageUnsubscribe struct {
+	Subscriber gen.PID
+}
+
+// MessageLeaderChanged tells a subscriber what a member believes: who leads
+// its cluster and at which term. It is sent once when the subscription starts.
+type MessageLeaderChanged struct {
+	ClusterID  string
+	Member     gen.PID
+	Role       string
+	Term       uint64
+	Leader     gen.PID
+	LeaderNode gen.Atom
+}
+
+// transitionState is what was last reported, to report only changes.
+type transitionState struct {
+	role   election.Role
+	term   uint64
+	leader gen.PID
+}
+
+// reportTransition tells OnTransition and the subscribers when role, term or
+// leader changed since the last report.
+func (a *Actor) reportTransition() {
+	cur := transitionState{role: a.core.Role(), term: a.core.Term(), leader: a.core.Leader()}
+	if a.reported != nil && *a.reported == cur {
+		return
+	}
+	leaderChanged := a.reported == nil || a.reported.term != cur.term || a.reported.leader != cur.leader
+	a.reported = &cur
+	if a.options.OnTransition != nil {
+		s := a.core.Status(time.Now())
+		a.options.OnTransition(Transition{
+			At: time.Now(), ClusterID: s.ClusterID, Member: a.PID(), Role: s.Role.String(), Term: s.Term,
+			Leader: s.Leader, ViewSize: s.ViewSize, Quorum: s.Quorum, MinClusterSize: s.MinClusterSize, VotesGranted: s.VotesCount,
+		})
+	}
+	if leaderChanged {
+		for sub := range a.subscribers {
+			a.notify(sub)
+		}
+	}
+}
+
+func (a *Actor) notify(sub gen.PID) {
+	msg := MessageLeaderChanged{
+		ClusterID: a.options.ClusterID, Member: a.PID(), Role: a.core.Role().String(),
+		Term: a.core.Term(), Leader: a.core.Leader(), LeaderNode: a.core.Leader().Node,
+	}
+	if err := a.Send(sub, msg); err != nil {
+		a.Log().Warning("leader: notifying subscriber %s: %v", sub, err)
+	}
+}
+
+// subscribe registers sub and sends it the current state.
+func (a *Actor) subscribe(sub gen.PID) {
+	if sub == (gen.PID{}) {
+		a.Log().Warning("leader: a subscription without a subscriber PID was ignored")
+		return
+	}
+	if _, ok := a.subscribers[sub]; !ok {
+		if err := a.Monitor(sub); err != nil {
+			a.Log().Warning("leader: subscriber %s is unreachable: %v", sub, err)
+			return
+		}
+		a.subscribers[sub] = struct{}{}
+	}
+	a.notify(sub)
+}
+
+func (a *Actor) unsubscribe(sub gen.PID) {
+	if _, ok := a.subscribers[sub]; !ok {
+		return
+	}
+	delete(a.subscribers, sub)
+	if err := a.Demonitor(sub); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
+		a.Log().Warning("leader: demonitoring subscriber %s: %v", sub, err)
+	}
+}
+
+// controlRequest is a local Call that drives a leader actor from outside it
+// (tests, the CLI, the harness). The shell answers it before HandleCall.
+type controlRequest struct {
+	op   controlOp
+	peer gen.ProcessID
+	node gen.Atom
+}
+
+type controlOp int
+
+const (
+	opMembers controlOp = iota
+	opJoin
+	opLeave
+	opStepDown
+	opTransfer
+)
+
+// control runs a controlRequest on the actor's goroutine.
+func (a *Actor) control(r controlRequest) (any, error) {
+	switch r.op {
+	case opMembers:
+		return a.members(), nil
+	case opJoin:
+		return true, a.Join(r.peer)
+	case opLeave:
+		return true, a.Leave(r.node)
+	case opStepDown:
+		return true, a.StepDown()
+	case opTransfer:
+		return true, a.TransferLeadership(r.node)
+	}
+	return nil, fmt.Errorf("leader: unknown control operation %d: %w", r.op, gen.ErrIncorrect)
+}
+
+// callControl sends a controlRequest to a leader actor on node.
+func callControl(node gen.Node, pid gen.PID, r controlRequest) (any, error) {
+	if pid.Node != node.Name() {
+		return nil, fmt.Errorf("leader: %s is not on this node (%s); control requests are local: %w", pid, node.Name(), gen.ErrNotAllowed)
+	}
+	return node.Call(pid, r)
+}
+
+// JoinPeer makes the local leader actor pid Join peer, from outside the actor.
+func JoinPeer(node gen.Node, pid gen.PID, peer gen.ProcessID) error {
+	_, err := callControl(node, pid, controlRequest{op: opJoin, peer: peer})
+	return err
+}
+
+// LeavePeer makes the local leader actor pid Leave peerNode, from outside the actor.
+func LeavePeer(node gen.Node, pid gen.PID, peerNode gen.Atom) error {
+	_, err := callControl(node, pid, controlRequest{op: opLeave, node: peerNode})
+	return err
+}
+
+// StepDownLeader makes the local leader actor pid hand its leadership over
+// (see Actor.StepDown), from outside the actor.
+func StepDownLeader(node gen.Node, pid gen.PID) error {
+	_, err := callControl(node, pid, controlRequest{op: opStepDown})
+	return err
+}
+
+// TransferLeadershipTo makes the local leader actor pid hand its leadership to
+// target (see Actor.TransferLeadership), from outside the actor.
+func TransferLeadershipTo(node gen.Node, pid gen.PID, target gen.Atom) error {
+	_, err := callControl(node, pid, controlRequest{op: opTransfer, node: target})
+	return err
+}

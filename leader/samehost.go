@@ -1,0 +1,67 @@
+package leader
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/regent-go/regent/mmfcell"
+)
+
+// sameHost binds a member to its host's mmfcell: of the members of one
+// cluster on one host, only the process holding the cell starts elections.
+type sameHost struct {
+	cell   *mmfcell.Cell
+	pid    uint32
+	period time.Duration
+	holds  bool
+}
+
+// sameHostTick is the self-sent timer that advances the host's epoch, claims
+// or beats the cell, and tells the core whether it may campaign.
+type sameHostTick struct{}
+
+// sameHostGrace is how many epochs (heartbeat intervals) a holder may miss
+// before another member takes the cell over; a dead holder is replaced at once.
+const sameHostGrace = mmfcell.DefaultGraceEpochs
+
+func openSameHost(path string, period time.Duration) (*sameHost, error) {
+	cell, err := mmfcell.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("leader: same-host cell: %w", err)
+	}
+	return &sameHost{cell: cell, pid: uint32(os.Getpid()), period: period}, nil
+}
+
+// tick claims or beats the cell and reports whether this process holds it.
+func (s *sameHost) tick() bool {
+	s.cell.AdvanceEpoch(s.period)
+	s.holds = s.cell.TryClaim(s.pid, sameHostGrace)
+	if s.holds {
+		s.cell.Beat(s.pid)
+	}
+	return s.holds
+}
+
+// release hands the cell on at once when this process held it, and unmaps it.
+func (s *sameHost) release() error {
+	if s.holds {
+		s.cell.StepDown(s.pid)
+	}
+	return s.cell.Close()
+}
+
+// describe renders the cell's state for the ergo:same_host key.
+func (s *sameHost) describe() string {
+	snap := s.cell.Snapshot(sameHostGrace)
+	return fmt.Sprintf("path=%s self=%d holder=%d holds=%t term=%d epoch=%d stale=%t",
+		s.cell.Path(), s.pid, snap.Leader, s.holds, snap.Term, snap.Epoch, snap.Stale)
+}
+
+// onSameHostTick runs the cell's tick and re-arms it.
+func (a *Actor) onSameHostTick(now time.Time) {
+	a.core.SetCampaign(now, a.sameHost.tick())
+	if _, err := a.SendAfter(a.PID(), sameHostTick{}, a.sameHost.period); err != nil {
+		a.Log().Warning("leader: same-host cell timer: %v", err)
+	}
+}

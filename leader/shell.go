@@ -1,0 +1,140 @@
+package leader
+
+import (
+	"errors"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// flush carries out everything the core asked for, until it asks for nothing
+// more: persist, arm timers, run callbacks, send. A callback's error is kept in
+// a.fatal and ends the actor once the current message is done.
+func (a *Actor) flush() {
+	if a.flushing {
+		return
+	}
+	a.flushing = true
+	defer func() { a.flushing = false }()
+	for a.fatal == nil && a.core.HasReady() {
+		rd := a.core.Ready()
+		if rd.HardState != nil && a.options.StateFile != "" {
+			// Nothing may be sent before the vote is durable; a member that
+			// cannot persist it must not take part.
+			if err := saveHardState(a.options.StateFile, a.options.ClusterID, *rd.HardState); err != nil {
+				a.Log().Error("leader: %v", err)
+				a.fatal = err
+				return
+			}
+		}
+		for _, op := range rd.Timers {
+			a.applyTimer(op)
+		}
+		for _, effect := range rd.Effects {
+			if err := a.applyEffect(effect); err != nil {
+				a.fatal = err
+				return
+			}
+		}
+		for _, out := range rd.Messages {
+			a.send(out)
+		}
+	}
+	if a.fatal == nil {
+		a.reportTransition()
+	}
+}
+
+func (a *Actor) applyTimer(op election.TimerOp) {
+	if cancel, ok := a.timers[op.Timer.Kind]; ok {
+		cancel()
+		delete(a.timers, op.Timer.Kind)
+	}
+	if op.Cancel {
+		return
+	}
+	cancel, err := a.SendAfter(a.PID(), electionTimer{timer: op.Timer}, op.After)
+	if err != nil {
+		// A local timer fails only when the process or its node is going
+		// away; otherwise the core would wait forever for it, so make that loud.
+		if errors.Is(err, gen.ErrNodeTerminated) || errors.Is(err, gen.ErrProcessTerminated) {
+			a.Log().Debug("leader: not arming the %s timer while terminating: %v", op.Timer.Kind, err)
+			return
+		}
+		a.Log().Error("leader: arming the %s timer: %v", op.Timer.Kind, err)
+		return
+	}
+	a.timers[op.Timer.Kind] = cancel
+}
+
+func (a *Actor) applyEffect(effect election.Effect) error {
+	now := time.Now()
+	switch e := effect.(type) {
+	case election.Confirm:
+		granted, err := a.behavior.HandleConfirmLeader()
+		if err != nil {
+			a.Log().Warning("leader: HandleConfirmLeader failed at term %d, withholding leadership: %v", e.Term, err)
+		}
+		a.core.ConfirmResult(now, e.Term, granted, err)
+	case election.BecomeLeader:
+		if err := a.behavior.HandleBecomeLeader(); err != nil {
+			a.core.BecomeLeaderFailed(now, err)
+			a.Log().Error("leader: HandleBecomeLeader refused leadership at term %d: %v", e.Term, err)
+			return err
+		}
+	case election.BecomeFollower:
+		return a.behavior.HandleBecomeFollower(e.Leader)
+	case election.PeerJoined:
+		return a.behavior.HandlePeerJoined(e.PID)
+	case election.PeerLeft:
+		return a.behavior.HandlePeerLeft(e.PID)
+	case election.Monitor:
+		a.monitor(now, e.PID)
+	case election.Demonitor:
+		if _, ok := a.monitored[e.PID]; ok {
+			delete(a.monitored, e.PID)
+			if err := a.Demonitor(e.PID); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
+				a.Log().Warning("leader: demonitoring %s: %v", e.PID, err)
+			}
+		}
+	case election.RoleChanged:
+		a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
+	}
+	return nil
+}
+
+// monitor watches a member's process so that its end reaches the core with
+// its reason; a member already gone is reported at once.
+func (a *Actor) monitor(now time.Time, pid gen.PID) {
+	if _, ok := a.monitored[pid]; ok {
+		return
+	}
+	err := a.Monitor(pid)
+	switch {
+	case err == nil:
+		a.monitored[pid] = struct{}{}
+	case errors.Is(err, gen.ErrNoConnection):
+		a.core.PeerDown(now, pid, gen.ErrNoConnection)
+	case errors.Is(err, gen.ErrProcessUnknown), errors.Is(err, gen.ErrProcessTerminated):
+		a.core.PeerDown(now, pid, err)
+	default:
+		a.Log().Warning("leader: monitoring member %s: %v", pid, err)
+	}
+}
+
+// send delivers one of the core's messages, by PID when known, by name
+// otherwise, and reports a failure back to the core.
+func (a *Actor) send(out election.Outbound) {
+	var err error
+	node := out.ToName.Node
+	if out.To != (gen.PID{}) {
+		node = out.To.Node
+		err = a.Send(out.To, out.Message)
+	} else {
+		err = a.Send(out.ToName, out.Message)
+	}
+	if err != nil {
+		a.core.SendFailed(time.Now(), node, err)
+	}
+}

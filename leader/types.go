@@ -1,0 +1,32 @@
+package leader
+
+import "github.com/regent-go/regent/internal/election"
+
+// The election's wire messages. Register them on every node with
+// NetworkTypes before the node exchanges them.
+type (
+	// MessageRequestVote asks for a vote (or, with PreVote, whether one would be granted).
+	MessageRequestVote = election.MessageRequestVote
+	// MessageVote answers a vote request; a refusal carries the voter's term.
+	MessageVote = election.MessageVote
+	// MessageHeartbeat is a leader asserting its leadership for a term.
+	MessageHeartbeat = election.MessageHeartbeat
+	// MessageHeartbeatAck is a follower's reply to a heartbeat.
+	MessageHeartbeatAck = election.MessageHeartbeatAck
+	// MessageTimeoutNow hands leadership over: its receiver campaigns at once.
+	MessageTimeoutNow = election.MessageTimeoutNow
+)
+
+// NetworkTypes returns the types the election sends between nodes. Register
+// them on every node before it starts serving:
+//
+//	node.Network().RegisterTypes(leader.NetworkTypes())
+//
+// Init refuses to start when they are not registered.
+func NetworkTypes() []any {
+	return append(election.NetworkTypes(), MessageSubscribe{}, MessageUnsubscribe{}, MessageLeaderChanged{})
+}
+
+// ErrorTypes returns the sentinel errors the election sends over the wire:
+// none today. It exists so setup code stays uniform if that changes.
+func ErrorTypes() []error { return nil }

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/handshake"
+)
+
+// listen opens the acceptor: on the options' host and port, defaulting to
+// the host and port of the node name, or a free port.
+func (nw *network) listen() error {
+	host, port := nw.node.name.Host(), "0"
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host, port = h, p
+	}
+	if nw.opts.Acceptor.Host != "" {
+		host = nw.opts.Acceptor.Host
+	}
+	if nw.opts.Acceptor.Port != 0 {
+		port = fmt.Sprint(nw.opts.Acceptor.Port)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", net.JoinHostPort(host, port), err)
+	}
+	nw.listener = ln
+	nw.wg.Add(1)
+	go nw.acceptLoop()
+	return nil
+}
+
+func (nw *network) acceptLoop() {
+	defer nw.wg.Done()
+	for {
+		raw, err := nw.listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			nw.node.log.Warning("accept: %v", err)
+			time.Sleep(10 * time.Millisecond) // out of descriptors: do not spin
+			continue
+		}
+		nw.mu.Lock()
+		if nw.closed {
+			nw.mu.Unlock()
+			raw.Close()
+			return
+		}
+		nw.pending[raw] = struct{}{}
+		nw.wg.Add(1)
+		nw.mu.Unlock()
+		go nw.accept(raw)
+	}
+}
+
+// accept authenticates one incoming connection and registers it.
+func (nw *network) accept(raw net.Conn) {
+	defer nw.wg.Done()
+	defer func() {
+		nw.mu.Lock()
+		delete(nw.pending, raw)
+		nw.mu.Unlock()
+	}()
+	conn := raw
+	if nw.opts.TLS != nil {
+		conn = tls.Server(raw, nw.opts.TLS)
+	}
+	if err := conn.SetDeadline(time.Now().Add(nw.opts.HandshakeTimeout)); err != nil {
+		conn.Close()
+		return
+	}
+	peer, err := handshake.Accept(conn, nw.hs)
+	if err != nil {
+		nw.handshakeFailed(conn, err)
+		return
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		conn.Close()
+		return
+	}
+	if peer.Name == nw.node.name {
+		nw.handshakeFailed(conn, fmt.Errorf("peer claims this node's own name %s: %w", peer.Name, gen.ErrIncorrect))
+		return
+	}
+	if _, err := nw.register(newConnection(nw, conn, peer, false)); err != nil {
+		nw.node.log.Debug("accepted %s while stopping: %v", peer.Name, err)
+	}
+}

@@ -1,0 +1,26 @@
+// Package node is Regent's actor runtime: node.Start returns a gen.Node that
+// runs processes, delivers their messages, links and monitors, and talks to
+// other nodes over TCP.
+//
+// Each process owns a mailbox of three queues (Urgent for exit signals, System
+// for down messages and inspection, Main for the rest). A push into a sleeping
+// process's mailbox starts one goroutine that calls the behavior's ProcessRun
+// until the mailbox is empty; then the goroutine ends, so an idle process
+// holds no goroutine, only its memory. Callbacks of one process therefore
+// never run concurrently. Processes on other nodes are reached through one
+// authenticated connection per node pair, dialled on first use; only types
+// registered with Network.RegisterTypes cross it.
+//
+// Callers must know:
+//  1. Use a gen.Process only inside its behavior's callbacks.
+//  2. Register every message type and sentinel error on every node before
+//     the nodes exchange them; an unregistered type fails the send with
+//     gen.ErrUnregistered and nothing is written.
+//  3. A nil error from Send means the message was queued or written, not
+//     that it was handled; use Call or a monitor when you need to know.
+//  4. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
+//     when the target is known to be gone, and returns
+//     gen.ErrProcessTerminated when it terminates before answering.
+//  5. Stop waits for every running callback to return; a callback that never
+//     returns keeps Stop waiting (use StopForce then).
+package node

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// slogLevel maps Regent's levels onto slog's scale; Trace sits below Debug
+// and Panic above Error so handlers can still filter on them.
+func slogLevel(l gen.LogLevel) slog.Level {
+	switch l {
+	case gen.LogLevelTrace:
+		return slog.LevelDebug - 4
+	case gen.LogLevelDebug:
+		return slog.LevelDebug
+	case gen.LogLevelWarning:
+		return slog.LevelWarn
+	case gen.LogLevelError:
+		return slog.LevelError
+	case gen.LogLevelPanic:
+		return slog.LevelError + 4
+	}
+	return slog.LevelInfo
+}
+
+// logger is the gen.Log of a node or a process. Its level is atomic because
+// SetLevel may be called from any goroutine while others log.
+type logger struct {
+	level  atomic.Int32
+	parent *logger // the node's logger, whose level a default level follows
+	slog   *slog.Logger
+}
+
+func newNodeLogger(name gen.Atom, opts gen.LogOptions) *logger {
+	h := opts.Handler
+	if h == nil {
+		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug - 4})
+	}
+	l := &logger{slog: slog.New(h).With("node", string(name))}
+	level := opts.Level
+	if level == gen.LogLevelDefault {
+		level = gen.LogLevelInfo
+	}
+	l.level.Store(int32(level))
+	return l
+}
+
+// child makes a logger with extra attributes that inherits this logger's
+// level unless level overrides it.
+func (l *logger) child(level gen.LogLevel, attrs ...any) *logger {
+	c := &logger{parent: l, slog: l.slog.With(attrs...)}
+	c.level.Store(int32(level))
+	return c
+}
+
+func (l *logger) Level() gen.LogLevel {
+	lv := gen.LogLevel(l.level.Load())
+	if lv == gen.LogLevelDefault && l.parent != nil {
+		return l.parent.Level()
+	}
+	return lv
+}
+
+func (l *logger) SetLevel(level gen.LogLevel) error {
+	if level < gen.LogLevelDefault || level > gen.LogLevelDisabled {
+		return fmt.Errorf("set log level %d: %w", level, gen.ErrIncorrect)
+	}
+	if level == gen.LogLevelDefault && l.parent == nil {
+		level = gen.LogLevelInfo
+	}
+	l.level.Store(int32(level))
+	return nil
+}
+
+func (l *logger) write(level gen.LogLevel, format string, args []any) {
+	current := l.Level()
+	if current == gen.LogLevelDisabled || level < current {
+		return
+	}
+	sl := slogLevel(level)
+	if !l.slog.Enabled(context.Background(), sl) {
+		return
+	}
+	l.slog.Log(context.Background(), sl, fmt.Sprintf(format, args...))
+}
+
+func (l *logger) Trace(format string, args ...any)   { l.write(gen.LogLevelTrace, format, args) }
+func (l *logger) Debug(format string, args ...any)   { l.write(gen.LogLevelDebug, format, args) }
+func (l *logger) Info(format string, args ...any)    { l.write(gen.LogLevelInfo, format, args) }
+func (l *logger) Warning(format string, args ...any) { l.write(gen.LogLevelWarning, format, args) }
+func (l *logger) Error(format string, args ...any)   { l.write(gen.LogLevelError, format, args) }
+func (l *logger) Panic(format string, args ...any)   { l.write(gen.LogLevelPanic, format, args) }
+func (l *logger) Logger() *slog.Logger               { return l.slog }

@@ -1,0 +1,445 @@
+package node
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/codec"
+	"github.com/regent-go/regent/node/internal/handshake"
+)
+
+// Defaults of gen.NetworkOptions.
+const (
+	defaultKeepAlivePeriod  = time.Second
+	defaultKeepAliveTimeout = 3 * time.Second
+	defaultMaxFrameSize     = 4 << 20
+	defaultHandshakeTimeout = 5 * time.Second
+	defaultBackoffMin       = 100 * time.Millisecond
+	defaultBackoffMax       = 5 * time.Second
+)
+
+// Reasons counted in NetworkStats.Dropped.
+const (
+	dropUnknownType     = "unknown_type"
+	dropMalformed       = "malformed"
+	dropTooLarge        = "too_large"
+	dropKeepalive       = "keepalive_timeout"
+	dropHandshake       = "handshake_failed"
+	dropUnknownProcess  = "unknown_process"
+	dropUnexpectedFrame = "unexpected_frame"
+)
+
+// network implements gen.Network: the acceptor, one connection per peer
+// node, routes, and the codec registry.
+type network struct {
+	registry
+	node *node
+	opts gen.NetworkOptions
+	hs   handshake.Config
+
+	listener net.Listener
+	wg       sync.WaitGroup // the acceptor loop, every connection's reader and writer, accepts in progress
+
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	conns   map[gen.Atom]*connection
+	routes  map[gen.Atom]string
+	dialing map[gen.Atom]*dialAttempt
+	backoff map[gen.Atom]backoffState
+	pending map[net.Conn]struct{} // accepted sockets still in their handshake
+
+	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
+	dropMu                                           sync.Mutex // guards dropped
+	dropped                                          map[string]uint64
+}
+
+// dialAttempt lets concurrent senders to one node share a single dial.
+type dialAttempt struct {
+	done chan struct{}
+	conn *connection
+	err  error
+}
+
+// backoffState is when the next dial to a node may start after failures.
+type backoffState struct {
+	next time.Time
+	wait time.Duration
+}
+
+// orDefault sets *v to def when it holds the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
+	orDefault(&o.KeepAlivePeriod, defaultKeepAlivePeriod)
+	orDefault(&o.KeepAliveTimeout, defaultKeepAliveTimeout)
+	orDefault(&o.MaxFrameSize, defaultMaxFrameSize)
+	orDefault(&o.HandshakeTimeout, defaultHandshakeTimeout)
+	orDefault(&o.ReconnectBackoffMin, defaultBackoffMin)
+	orDefault(&o.ReconnectBackoffMax, defaultBackoffMax)
+	switch {
+	case o.KeepAlivePeriod < 0 || o.KeepAliveTimeout <= o.KeepAlivePeriod:
+		return o, fmt.Errorf("KeepAliveTimeout %v must exceed KeepAlivePeriod %v: %w", o.KeepAliveTimeout, o.KeepAlivePeriod, gen.ErrIncorrect)
+	case o.MaxFrameSize < 64:
+		return o, fmt.Errorf("MaxFrameSize %d is below 64 bytes: %w", o.MaxFrameSize, gen.ErrIncorrect)
+	case o.HandshakeTimeout < 0 || o.ReconnectBackoffMin < 0 || o.ReconnectBackoffMax < o.ReconnectBackoffMin:
+		return o, fmt.Errorf("negative timeout or backoff max below min: %w", gen.ErrIncorrect)
+	}
+	return o, nil
+}
+
+func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
+	opts, err := withDefaults(options)
+	if err != nil {
+		return nil, fmt.Errorf("network options: %w", err)
+	}
+	nw := &network{
+		node:     n,
+		opts:     opts,
+		registry: registry{reg: codec.NewRegistry()},
+		hs:       handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}},
+		conns:    make(map[gen.Atom]*connection),
+		routes:   make(map[gen.Atom]string),
+		dialing:  make(map[gen.Atom]*dialAttempt),
+		backoff:  make(map[gen.Atom]backoffState),
+		pending:  make(map[net.Conn]struct{}),
+		dropped:  make(map[string]uint64),
+	}
+	for name, addr := range opts.Routes {
+		nw.routes[name] = addr
+	}
+	if !opts.Acceptor.Disabled {
+		if err := nw.listen(); err != nil {
+			return nil, err
+		}
+	}
+	return nw, nil
+}
+
+func (nw *network) AddRoute(name gen.Atom, address string) error {
+	if _, _, err := net.SplitHostPort(address); err != nil || name == "" {
+		return fmt.Errorf("add route %s -> %q: %w", name, address, gen.ErrIncorrect)
+	}
+	nw.mu.Lock()
+	nw.routes[name] = address
+	delete(nw.backoff, name)
+	nw.mu.Unlock()
+	return nil
+}
+
+func (nw *network) RemoveRoute(name gen.Atom) error {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if _, ok := nw.routes[name]; !ok {
+		return fmt.Errorf("remove route %s: %w", name, gen.ErrNoRoute)
+	}
+	delete(nw.routes, name)
+	return nil
+}
+
+func (nw *network) Nodes() []gen.Atom {
+	nw.mu.Lock()
+	out := make([]gen.Atom, 0, len(nw.conns))
+	for name := range nw.conns {
+		out = append(out, name)
+	}
+	nw.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func (nw *network) Disconnect(name gen.Atom) error {
+	c := nw.existing(name)
+	if c == nil {
+		return fmt.Errorf("disconnect %s: %w", name, gen.ErrNoConnection)
+	}
+	c.teardown(fmt.Errorf("disconnected: %w", gen.ErrNoConnection))
+	return nil
+}
+
+func (nw *network) AcceptorAddress() string {
+	if nw.listener == nil {
+		return ""
+	}
+	return nw.listener.Addr().String()
+}
+
+func (nw *network) Stats() gen.NetworkStats {
+	nw.mu.Lock()
+	conns := len(nw.conns)
+	nw.mu.Unlock()
+	s := gen.NetworkStats{
+		Connections:        conns,
+		FramesIn:           nw.framesIn.Load(),
+		FramesOut:          nw.framesOut.Load(),
+		BytesIn:            nw.bytesIn.Load(),
+		BytesOut:           nw.bytesOut.Load(),
+		HandshakesRejected: nw.rejected.Load(),
+		Dropped:            make(map[string]uint64),
+	}
+	nw.dropMu.Lock()
+	for k, v := range nw.dropped {
+		s.Dropped[k] = v
+	}
+	nw.dropMu.Unlock()
+	return s
+}
+
+func (nw *network) drop(reason string) {
+	nw.dropMu.Lock()
+	nw.dropped[reason]++
+	nw.dropMu.Unlock()
+}
+
+// existing returns the established connection to name, or nil.
+func (nw *network) existing(name gen.Atom) *connection {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.conns[name]
+}
+
+// route returns the address to dial for name.
+func (nw *network) routeLocked(name gen.Atom) (string, error) {
+	if addr, ok := nw.routes[name]; ok {
+		return addr, nil
+	}
+	if _, _, err := net.SplitHostPort(name.Host()); err == nil {
+		return name.Host(), nil
+	}
+	return "", fmt.Errorf("node %s: %w", name, gen.ErrNoRoute)
+}
+
+// connect returns the connection to name, dialling it if there is none. A
+// dial in progress is shared; after a failed dial, connect fails fast until
+// the backoff passes.
+func (nw *network) connect(name gen.Atom) (*connection, error) {
+	nw.mu.Lock()
+	if nw.closed {
+		nw.mu.Unlock()
+		return nil, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+	}
+	if c := nw.conns[name]; c != nil {
+		nw.mu.Unlock()
+		return c, nil
+	}
+	if d := nw.dialing[name]; d != nil {
+		nw.mu.Unlock()
+		<-d.done
+		return d.conn, d.err
+	}
+	addr, err := nw.routeLocked(name)
+	if err != nil {
+		nw.mu.Unlock()
+		return nil, err
+	}
+	if b, ok := nw.backoff[name]; ok && time.Now().Before(b.next) {
+		nw.mu.Unlock()
+		return nil, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
+	}
+	d := &dialAttempt{done: make(chan struct{})}
+	nw.dialing[name] = d
+	nw.mu.Unlock()
+
+	d.conn, d.err = nw.dial(name, addr)
+
+	nw.mu.Lock()
+	delete(nw.dialing, name)
+	if d.err != nil {
+		b := nw.backoff[name]
+		b.wait = min(max(2*b.wait, nw.opts.ReconnectBackoffMin), nw.opts.ReconnectBackoffMax)
+		b.next = time.Now().Add(b.wait)
+		nw.backoff[name] = b
+	} else {
+		delete(nw.backoff, name)
+	}
+	nw.mu.Unlock()
+	close(d.done)
+	return d.conn, d.err
+}
+
+// dial opens, authenticates and registers a connection to name at addr.
+func (nw *network) dial(name gen.Atom, addr string) (*connection, error) {
+	dialer := net.Dialer{Timeout: nw.opts.HandshakeTimeout}
+	raw, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
+	}
+	conn := raw
+	if nw.opts.TLS != nil {
+		cfg := nw.opts.TLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn = tls.Client(raw, cfg)
+	}
+	if err := conn.SetDeadline(time.Now().Add(nw.opts.HandshakeTimeout)); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
+	}
+	peer, err := handshake.Dial(conn, nw.hs, name)
+	if err != nil {
+		nw.handshakeFailed(conn, err)
+		return nil, fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
+	}
+	return nw.register(newConnection(nw, conn, peer, true))
+}
+
+// handshakeFailed counts, logs and closes a connection whose handshake failed.
+func (nw *network) handshakeFailed(conn net.Conn, err error) {
+	nw.drop(dropHandshake)
+	if errors.Is(err, gen.ErrUnauthorized) {
+		nw.rejected.Add(1)
+		nw.node.log.Warning("refused connection with %s: wrong cookie: %v", conn.RemoteAddr(), err)
+	} else {
+		nw.node.log.Warning("handshake with %s failed: %v", conn.RemoteAddr(), err)
+	}
+	conn.Close()
+}
+
+// register installs an authenticated connection and starts it. When a
+// connection to the same life of the peer exists (both nodes dialled at
+// once), both nodes keep the one dialled by the node with the smaller name
+// and retire the other gracefully: it flushes, and is read to its end, so
+// nothing already written on it is lost. A connection to an older life of
+// the peer is closed as lost.
+func (nw *network) register(c *connection) (*connection, error) {
+	name := c.peer.Name
+	nw.mu.Lock()
+	if nw.closed {
+		nw.mu.Unlock()
+		c.conn.Close()
+		return nil, fmt.Errorf("register %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+	}
+	keep, old := c, nw.conns[name]
+	var retire, stale *connection
+	switch {
+	case old == nil:
+	case old.peer.Creation != c.peer.Creation:
+		stale = old
+	case c.dialer() == min(nw.node.name, name):
+		retire = old
+	default:
+		keep, retire = old, c
+	}
+	nw.conns[name] = keep
+	nw.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	nw.mu.Unlock()
+	if retire != nil {
+		retire.retire()
+	}
+	if stale != nil {
+		stale.teardown(fmt.Errorf("%s restarted: %w", name, gen.ErrNoConnection))
+		nw.node.rel.nodeDown(name)
+	}
+	nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
+	return keep, nil
+}
+
+// detach removes c from the table if it is the peer's connection there.
+func (nw *network) detach(c *connection) bool {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	current := nw.conns[c.peer.Name] == c
+	if current {
+		delete(nw.conns, c.peer.Name)
+	}
+	return current
+}
+
+// lost removes c from the table if it is still the peer's connection and
+// reports the peer down.
+func (nw *network) lost(c *connection, reason error) {
+	if nw.detach(c) {
+		nw.node.log.Info("connection to %s lost: %v", c.peer.Name, reason)
+		nw.node.rel.nodeDown(c.peer.Name)
+	}
+}
+
+// close shuts the network down. Graceful: connections flush what is queued
+// first. It returns when every network goroutine has ended.
+func (nw *network) close(graceful bool) {
+	nw.mu.Lock()
+	nw.closed = true
+	conns := make([]*connection, 0, len(nw.conns))
+	for _, c := range nw.conns {
+		conns = append(conns, c)
+	}
+	for conn := range nw.pending {
+		conn.Close()
+	}
+	nw.mu.Unlock()
+	if nw.listener != nil {
+		nw.listener.Close()
+	}
+	for _, c := range conns {
+		if graceful {
+			c.shutdown()
+		} else {
+			c.teardown(fmt.Errorf("node stopped: %w", gen.ErrNoConnection))
+		}
+	}
+	nw.wg.Wait()
+}
+
+// sendRemote writes env to the connection to node, dialling if needed.
+func (n *node) sendRemote(to gen.Atom, env *envelope) error {
+	if n.net == nil {
+		return fmt.Errorf("send to %s: network disabled: %w", to, gen.ErrNoConnection)
+	}
+	for {
+		c, err := n.net.connect(to)
+		if err != nil {
+			return err
+		}
+		// A connection retired after a simultaneous dial refuses the send;
+		// its replacement is already in the table.
+		if err := c.send(env); !errors.Is(err, errRetired) {
+			return err
+		}
+	}
+}
+
+// connectTo makes sure a connection to the node exists.
+func (n *node) connectTo(to gen.Atom) error {
+	if n.net == nil {
+		return fmt.Errorf("connect to %s: network disabled: %w", to, gen.ErrNoConnection)
+	}
+	_, err := n.net.connect(to)
+	return err
+}
+
+// notifyRemote tells a watcher on another node that target ended. Without a
+// connection there is nothing to do: that node reports the loss itself.
+func (n *node) notifyRemote(target any, w watcher, reason error) {
+	if n.net == nil {
+		return
+	}
+	c := n.net.existing(w.pid.Node)
+	if c == nil {
+		return
+	}
+	env := &envelope{kind: kindDown, flags: uint8(w.kind), to: w.pid, target: target, payload: reason}
+	if w.kind == relCall {
+		env = &envelope{kind: kindResponse, flags: flagError, target: w.pid, ref: w.ref, payload: gen.ErrProcessTerminated}
+	}
+	if err := c.send(env); err != nil {
+		n.log.Warning("telling %s that %v ended: %v", w.pid, target, err)
+	}
+}

@@ -1,0 +1,226 @@
+package node
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// process implements gen.Process. Its behavior's callbacks run on one
+// goroutine at a time (see runner.go); the fields other goroutines touch are
+// atomics or the queues.
+type process struct {
+	node     *node
+	pid      gen.PID
+	name     gen.Atom
+	parent   gen.PID
+	behavior gen.ProcessBehavior
+	born     int64 // UnixNano at spawn
+	logLevel gen.LogLevel
+
+	urgent queue
+	system queue
+	main   queue
+
+	state   atomic.Int32           // a gen.ProcessState
+	trap    atomic.Bool            // exits arrive as messages
+	kill    atomic.Pointer[error]  // termination asked from outside (Kill, Stop)
+	in, out atomic.Uint64          // messages received / sent
+	log     atomic.Pointer[logger] // made on first use; idle processes skip it
+}
+
+func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args []any) (gen.PID, error) {
+	if factory == nil {
+		return gen.PID{}, fmt.Errorf("spawn: nil factory: %w", gen.ErrIncorrect)
+	}
+	if options.MailboxSize < 0 {
+		return gen.PID{}, fmt.Errorf("spawn: negative mailbox size: %w", gen.ErrIncorrect)
+	}
+	behavior := factory()
+	if behavior == nil {
+		return gen.PID{}, fmt.Errorf("spawn: factory returned nil: %w", gen.ErrIncorrect)
+	}
+	p := &process{
+		node:     n,
+		pid:      gen.PID{Node: n.name, ID: n.nextPID.Add(1), Creation: n.creation},
+		name:     register,
+		behavior: behavior,
+		born:     time.Now().UnixNano(),
+		logLevel: options.LogLevel,
+	}
+	p.main.limit = options.MailboxSize
+	if parent != nil {
+		p.parent = parent.pid
+	}
+	p.state.Store(int32(gen.ProcessStateInit))
+
+	n.mu.Lock()
+	if n.state.Load() != nodeRunning {
+		n.mu.Unlock()
+		return gen.PID{}, n.errNodeStopping("spawn")
+	}
+	if register != "" {
+		if _, taken := n.names[register]; taken {
+			n.mu.Unlock()
+			return gen.PID{}, fmt.Errorf("spawn register %q: %w", register, gen.ErrTaken)
+		}
+		n.names[register] = p
+	}
+	n.procs[p.pid.ID] = p
+	n.live.Add(1)
+	n.mu.Unlock()
+
+	if parent != nil && options.LinkParent {
+		n.rel.add(parent.pid, watcher{pid: p.pid, kind: relLink})
+	}
+	if err := p.initBehavior(args); err != nil {
+		p.state.Store(int32(gen.ProcessStateTerminated))
+		n.unregister(p)
+		n.rel.forget(p)
+		n.live.Done()
+		return gen.PID{}, fmt.Errorf("spawn %s: init: %w", p.pid, err)
+	}
+	if parent != nil && options.LinkChild {
+		n.rel.add(p.pid, watcher{pid: parent.pid, kind: relLink})
+	}
+	p.state.Store(int32(gen.ProcessStateSleep))
+	if p.pending() {
+		p.wake()
+	}
+	return p.pid, nil
+}
+
+// initBehavior runs ProcessInit, turning a panic into an error.
+func (p *process) initBehavior(args []any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.logPanic("init", r)
+			err = gen.TerminateReasonPanic
+		}
+	}()
+	return p.behavior.ProcessInit(p, args...)
+}
+
+// unregister removes p from the node's tables.
+func (n *node) unregister(p *process) {
+	n.mu.Lock()
+	delete(n.procs, p.pid.ID)
+	if p.name != "" && n.names[p.name] == p {
+		delete(n.names, p.name)
+	}
+	n.mu.Unlock()
+}
+
+func (p *process) Node() gen.Node                { return p.node }
+func (p *process) Name() gen.Atom                { return p.name }
+func (p *process) PID() gen.PID                  { return p.pid }
+func (p *process) Parent() gen.PID               { return p.parent }
+func (p *process) Behavior() gen.ProcessBehavior { return p.behavior }
+func (p *process) TrapExit() bool                { return p.trap.Load() }
+func (p *process) State() gen.ProcessState       { return gen.ProcessState(p.state.Load()) }
+func (p *process) SetTrapExit(trap bool) error   { p.trap.Store(trap); return nil }
+
+func (p *process) Mailbox() gen.ProcessMailbox {
+	return gen.ProcessMailbox{Main: &p.main, System: &p.system, Urgent: &p.urgent, Log: closedQueue{}}
+}
+
+func (p *process) Log() gen.Log {
+	if l := p.log.Load(); l != nil {
+		return l
+	}
+	attrs := []any{"pid", p.pid.String()}
+	if p.name != "" {
+		attrs = append(attrs, "name", string(p.name))
+	}
+	l := p.node.log.child(p.logLevel, attrs...)
+	if !p.log.CompareAndSwap(nil, l) {
+		return p.log.Load()
+	}
+	return l
+}
+
+func (p *process) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	return p.node.spawn(p, "", factory, options, args)
+}
+
+func (p *process) SpawnRegister(register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	if register == "" {
+		return gen.PID{}, fmt.Errorf("spawn register: empty name: %w", gen.ErrIncorrect)
+	}
+	return p.node.spawn(p, register, factory, options, args)
+}
+
+func (p *process) Send(to any, message any) error {
+	if err := p.node.send(p.pid, to, message); err != nil {
+		return err
+	}
+	p.out.Add(1)
+	return nil
+}
+
+func (p *process) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
+	return p.node.sendAfter(p.pid, to, message, after)
+}
+
+func (p *process) SendExit(to gen.PID, reason error) error {
+	return p.node.sendExit(p.pid, to, reason)
+}
+
+func (p *process) SendResponse(to gen.PID, ref gen.Ref, message any) error {
+	return p.node.respond(p.pid, to, ref, message, nil)
+}
+
+func (p *process) SendResponseError(to gen.PID, ref gen.Ref, err error) error {
+	if err == nil {
+		return fmt.Errorf("send response error: nil error: %w", gen.ErrIncorrect)
+	}
+	return p.node.respond(p.pid, to, ref, nil, err)
+}
+
+func (p *process) Call(to any, message any) (any, error) {
+	return p.node.call(p, p.pid, to, kindRequest, message, gen.DefaultRequestTimeout)
+}
+
+func (p *process) CallWithTimeout(to any, message any, timeout int) (any, error) {
+	if timeout < 0 {
+		return nil, fmt.Errorf("call: negative timeout %d: %w", timeout, gen.ErrIncorrect)
+	}
+	if timeout == 0 {
+		timeout = gen.DefaultRequestTimeout
+	}
+	return p.node.call(p, p.pid, to, kindRequest, message, timeout)
+}
+
+func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, error) {
+	return p.node.inspect(p, p.pid, target, item)
+}
+
+func (p *process) Link(target any) error      { return p.node.watch(p, target, relLink) }
+func (p *process) Unlink(target any) error    { return p.node.unwatch(p, target, relLink) }
+func (p *process) Monitor(target any) error   { return p.node.watch(p, target, relMonitor) }
+func (p *process) Demonitor(target any) error { return p.node.unwatch(p, target, relMonitor) }
+
+// info is the snapshot ProcessInfo returns.
+func (p *process) info() gen.ProcessInfo {
+	return gen.ProcessInfo{
+		PID:         p.pid,
+		Name:        p.name,
+		Parent:      p.parent,
+		Behavior:    fmt.Sprintf("%T", p.behavior),
+		State:       p.State(),
+		MailboxLen:  p.main.Len() + p.system.Len() + p.urgent.Len(),
+		MessagesIn:  p.in.Load(),
+		MessagesOut: p.out.Load(),
+		TrapExit:    p.trap.Load(),
+		Uptime:      time.Since(time.Unix(0, p.born)),
+	}
+}
+
+// closedQueue is the reserved Log queue: it accepts nothing.
+type closedQueue struct{}
+
+func (closedQueue) Push(any) bool    { return false }
+func (closedQueue) Pop() (any, bool) { return nil, false }
+func (closedQueue) Len() int64       { return 0 }

@@ -1,0 +1,207 @@
+package node
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/codec"
+)
+
+// Wire layout of one frame's payload (after the frame package's length
+// header): kind (1 byte), flags (1 byte), a presence byte saying which of
+// the fields below follow, the fields in this order, then, for kinds that
+// carry one, the codec-encoded payload.
+//
+//	from    PID: node atom, uvarint ID, 8-byte creation
+//	to      PID
+//	target  PID or ProcessID (name atom, node atom)
+//	ref     node atom, 8-byte creation, three uvarints
+//
+// An atom is a uvarint length and its bytes.
+const (
+	hasFrom uint8 = 1 << iota
+	hasTo
+	hasTargetPID
+	hasTargetName
+	hasRef
+)
+
+// hasPayload reports whether frames of kind carry a codec-encoded payload.
+func (k frameKind) hasPayload() bool {
+	switch k {
+	case kindKeepalive, kindWatch, kindUnwatch, kindRetire:
+		return false
+	}
+	return true
+}
+
+// appendEnvelope appends env's wire form to dst; on error dst is returned
+// unchanged in length.
+func appendEnvelope(dst []byte, env *envelope, reg *codec.Registry) ([]byte, error) {
+	start := len(dst)
+	var present uint8
+	if env.from != (gen.PID{}) {
+		present |= hasFrom
+	}
+	if env.to != (gen.PID{}) {
+		present |= hasTo
+	}
+	switch env.target.(type) {
+	case gen.PID:
+		present |= hasTargetPID
+	case gen.ProcessID:
+		present |= hasTargetName
+	}
+	if env.ref != (gen.Ref{}) {
+		present |= hasRef
+	}
+	dst = append(dst, byte(env.kind), env.flags, present)
+	if present&hasFrom != 0 {
+		dst = appendPID(dst, env.from)
+	}
+	if present&hasTo != 0 {
+		dst = appendPID(dst, env.to)
+	}
+	switch t := env.target.(type) {
+	case gen.PID:
+		dst = appendPID(dst, t)
+	case gen.ProcessID:
+		dst = appendAtom(appendAtom(dst, t.Name), t.Node)
+	}
+	if present&hasRef != 0 {
+		dst = appendAtom(dst, env.ref.Node)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(env.ref.Creation))
+		for _, id := range env.ref.ID {
+			dst = binary.AppendUvarint(dst, id)
+		}
+	}
+	if !env.kind.hasPayload() {
+		return dst, nil
+	}
+	out, err := reg.Encode(dst, env.payload)
+	if err != nil {
+		return dst[:start], err
+	}
+	return out, nil
+}
+
+func appendAtom(dst []byte, a gen.Atom) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(a)))
+	return append(dst, a...)
+}
+
+func appendPID(dst []byte, p gen.PID) []byte {
+	dst = appendAtom(dst, p.Node)
+	dst = binary.AppendUvarint(dst, p.ID)
+	return binary.BigEndian.AppendUint64(dst, uint64(p.Creation))
+}
+
+// wireReader decodes the header fields of one frame.
+type wireReader struct {
+	src []byte
+	err error
+}
+
+func (r *wireReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("frame header: bad %s: %w", what, gen.ErrMalformed)
+	}
+}
+
+func (r *wireReader) byte() byte {
+	if r.err != nil || len(r.src) < 1 {
+		r.fail("byte")
+		return 0
+	}
+	b := r.src[0]
+	r.src = r.src[1:]
+	return b
+}
+
+func (r *wireReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.src)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.src = r.src[n:]
+	return v
+}
+
+func (r *wireReader) uint64() uint64 {
+	if r.err != nil || len(r.src) < 8 {
+		r.fail("integer")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.src)
+	r.src = r.src[8:]
+	return v
+}
+
+func (r *wireReader) atom() gen.Atom {
+	n := r.uvarint()
+	if r.err != nil || n > maxNameBytes || n > uint64(len(r.src)) {
+		r.fail("atom")
+		return ""
+	}
+	a := gen.Atom(r.src[:n])
+	r.src = r.src[n:]
+	return a
+}
+
+func (r *wireReader) pid() gen.PID {
+	return gen.PID{Node: r.atom(), ID: r.uvarint(), Creation: int64(r.uint64())}
+}
+
+// decodeEnvelope parses a frame payload. Errors wrap gen.ErrMalformed, or
+// codec.ErrUnknownType when only the payload's type is unknown here; the
+// envelope then carries the valid header without its payload.
+func decodeEnvelope(src []byte, reg *codec.Registry) (*envelope, error) {
+	r := &wireReader{src: src}
+	env := &envelope{kind: frameKind(r.byte()), flags: r.byte()}
+	present := r.byte()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if env.kind == 0 || env.kind >= kindMax {
+		return nil, fmt.Errorf("frame kind %d: %w", env.kind, gen.ErrMalformed)
+	}
+	if present&hasFrom != 0 {
+		env.from = r.pid()
+	}
+	if present&hasTo != 0 {
+		env.to = r.pid()
+	}
+	switch {
+	case present&hasTargetPID != 0:
+		env.target = r.pid()
+	case present&hasTargetName != 0:
+		env.target = gen.ProcessID{Name: r.atom(), Node: r.atom()}
+	}
+	if present&hasRef != 0 {
+		env.ref.Node = r.atom()
+		env.ref.Creation = int64(r.uint64())
+		for i := range env.ref.ID {
+			env.ref.ID[i] = r.uvarint()
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !env.kind.hasPayload() {
+		if len(r.src) != 0 {
+			return nil, fmt.Errorf("frame kind %d: %d trailing bytes: %w", env.kind, len(r.src), gen.ErrMalformed)
+		}
+		return env, nil
+	}
+	v, err := reg.Decode(r.src)
+	if err != nil {
+		return env, err // the header is valid: the caller may answer a request
+	}
+	env.payload = v
+	return env, nil
+}
