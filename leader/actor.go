@@ -121,6 +121,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.core = core
 	a.options = options
+	if options.ConfirmInterval > 0 {
+		a.armReconfirm()
+	}
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, timings.heartbeat); err != nil {
 			return err
@@ -214,6 +217,11 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
 		election.MessageHeartbeatAck, election.MessageTimeoutNow:
 		a.core.Step(now, m.From, msg)
+	case reconfirmTick:
+		if m.From != a.PID() || a.options.ConfirmInterval <= 0 {
+			return a.behavior.HandleMessage(m.From, m.Message)
+		}
+		a.reconfirm(now)
 	case sameHostTick:
 		if m.From != a.PID() || a.sameHost == nil {
 			return a.behavior.HandleMessage(m.From, m.Message)

@@ -1,6 +1,7 @@
 package leader_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 )
@@ -279,4 +281,97 @@ func TestRollingDeploysGhostTTLRestoresTheView(t *testing.T) {
 		}, settle, poll, "member %d keeps ghosts past GhostTTL: %v", i, v)
 	}
 	c.waitOneLeader(alive)
+}
+
+// Issue 8: with ConfirmInterval, a leader whose external lease is lost
+// mid-term stops leading, and another member takes over.
+func TestReconfirmLosesLeadershipMidTerm(t *testing.T) {
+	var revoked atomic.Value // gen.Atom of the node whose lease is gone
+	revoked.Store(gen.Atom(""))
+	c := newCluster(t, 3, func(int) leader.Options { return leader.Options{ClusterID: "test", ConfirmInterval: 100} },
+		func(i int, m *member) {
+			m.confirm = func() (bool, error) {
+				if revoked.Load().(gen.Atom) == m.Node().Name() {
+					return false, nil
+				}
+				return true, nil
+			}
+		})
+	first, _ := c.waitOneLeader(all(3))
+	revoked.Store(c.nodes[first].Name())
+	require.Eventually(t, func() bool {
+		ls := c.leaders(all(3))
+		return len(ls) == 1 && ls[0] != first
+	}, settle, poll, "another member leads once the first loses its lease")
+	assert.NotEqual(t, "0", c.inspect(first, "ergo:confirm_denied")["ergo:confirm_denied"])
+}
+
+// Issue 8: a process that does not embed the actor subscribes to (leader,
+// term) changes with MessageSubscribe and gets MessageLeaderChanged.
+func TestSubscriberIsToldOfLeaderChanges(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	leaderIdx, term := c.waitOneLeader(all(3))
+	watcherNode := c.startNode("watcher@127.0.0.1")
+	defer watcherNode.Stop()
+	changes := make(chan leader.MessageLeaderChanged, 64)
+	watcher, err := watcherNode.Spawn(func() gen.ProcessBehavior { return &subscriber{changes: changes} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	follower := (leaderIdx + 1) % 3
+	require.NoError(t, watcherNode.Send(c.pids[follower], leader.MessageSubscribe{Subscriber: watcher}))
+
+	var got leader.MessageLeaderChanged
+	require.Eventually(t, func() bool {
+		select {
+		case got = <-changes:
+			return true
+		default:
+			return false
+		}
+	}, settle, poll, "the current state arrives when the subscription starts")
+	assert.Equal(t, c.nodes[leaderIdx].Name(), got.LeaderNode)
+	assert.Equal(t, term, strconv.FormatUint(got.Term, 10))
+	assert.Equal(t, "test", got.ClusterID)
+
+	c.nodes[leaderIdx].StopForce()
+	require.Eventually(t, func() bool {
+		select {
+		case got = <-changes:
+			return got.Term > uint64(atoi(t, term)) && got.LeaderNode != "" && got.LeaderNode != c.nodes[leaderIdx].Name()
+		default:
+			return false
+		}
+	}, settle, poll, "a new leader at a higher term is reported across the network")
+}
+
+// Issue 8: with StateFile, a restarted member starts at the term it had
+// rather than at 0, so fencing tokens stay monotonic across restarts.
+func TestStateFileKeepsTheTermAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(i int) leader.Options {
+		return leader.Options{ClusterID: "test", StateFile: fmt.Sprintf("%s/m%d.state", dir, i)}
+	}
+	c := newCluster(t, 3, opts)
+	_, term := c.waitOneLeader(all(3))
+	// Every member goes away, so nothing can tell the restarted one the term.
+	for i := range c.pids {
+		require.NoError(t, c.nodes[i].Kill(c.pids[i]))
+		require.Eventually(t, func() bool { _, err := c.nodes[i].ProcessInfo(c.pids[i]); return err != nil }, settle, poll)
+	}
+	o := opts(0)
+	o.Bootstrap = []gen.ProcessID{{Name: memberName, Node: c.nodes[1].Name()}, {Name: memberName, Node: c.nodes[2].Name()}}
+	c.pids[0] = c.spawn(0, o)
+	assert.GreaterOrEqual(t, atoi(t, c.inspect(0, "ergo:term")["ergo:term"]), atoi(t, term), "the restarted member starts at the term it had, not at 0")
+}
+
+// subscriber forwards MessageLeaderChanged to a channel the test reads.
+type subscriber struct {
+	act.Actor
+	changes chan leader.MessageLeaderChanged
+}
+
+func (s *subscriber) HandleMessage(from gen.PID, message any) error {
+	if m, ok := message.(leader.MessageLeaderChanged); ok {
+		s.changes <- m
+	}
+	return nil
 }

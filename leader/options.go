@@ -78,6 +78,13 @@ type Options struct {
 	// ElectionTimeoutMax.
 	PreferStableFor int
 
+	// ConfirmInterval, when positive, makes a leader consult
+	// HandleConfirmLeader again every ConfirmInterval ms and step down on a
+	// denial, so an external lease lost mid-term ends leadership. Off (0) by
+	// default, as in the leader document, where the callback runs once per
+	// won election.
+	ConfirmInterval int
+
 	// SameHost, when set, is the path of this cluster's same-host cell (an
 	// mmfcell file; one per cluster per host, created if missing). Of the
 	// members of the cluster on this host, only the OS process holding the
@@ -170,6 +177,9 @@ func (o Options) resolve() (electionTimings, int, []string, error) {
 	ghost := o.GhostTTL
 	if ghost == 0 {
 		ghost = DefaultGhostTTL
+	}
+	if o.ConfirmInterval < 0 {
+		return electionTimings{}, 0, nil, fmt.Errorf("leader: ConfirmInterval %d ms is negative: %w", o.ConfirmInterval, gen.ErrIncorrect)
 	}
 	if o.PreferStableFor < 0 {
 		return electionTimings{}, 0, nil, fmt.Errorf("leader: PreferStableFor %d ms is negative: %w", o.PreferStableFor, gen.ErrIncorrect)

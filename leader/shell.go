@@ -138,3 +138,27 @@ func (a *Actor) send(out election.Outbound) {
 		a.core.SendFailed(time.Now(), node, err)
 	}
 }
+
+// reconfirmTick is the self-sent timer of Options.ConfirmInterval.
+type reconfirmTick struct{}
+
+func (a *Actor) armReconfirm() {
+	after := time.Duration(a.options.ConfirmInterval) * time.Millisecond
+	if _, err := a.SendAfter(a.PID(), reconfirmTick{}, after); err != nil {
+		a.Log().Warning("leader: arming the reconfirmation timer: %v", err)
+	}
+}
+
+// reconfirm consults HandleConfirmLeader again while leading; a denial ends
+// the leadership.
+func (a *Actor) reconfirm(now time.Time) {
+	a.armReconfirm()
+	if !a.core.IsLeader() {
+		return
+	}
+	granted, err := a.behavior.HandleConfirmLeader()
+	if err != nil || !granted {
+		a.Log().Warning("leader: HandleConfirmLeader denied leadership at term %d mid-term (%v); stepping down", a.core.Term(), err)
+	}
+	a.core.Reconfirm(now, granted, err)
+}

@@ -74,6 +74,13 @@ func (c *Core) ConfirmResult(now time.Time, term uint64, granted bool, err error
 	c.confirmResult(now, term, granted, err)
 }
 
+// Reconfirm reports what HandleConfirmLeader answered when a leader
+// consulted it again mid-term (leader.Options.ConfirmInterval): a false or an
+// error ends the leadership, so an external lease lost mid-term ends it too.
+// The member then re-campaigns after the denial backoff. A report that
+// arrives when this member no longer leads is ignored.
+func (c *Core) Reconfirm(now time.Time, granted bool, err error) { c.reconfirm(now, granted, err) }
+
 // BecomeLeaderFailed reports that HandleBecomeLeader returned err: the member
 // steps down again. The shell then terminates the actor with err.
 func (c *Core) BecomeLeaderFailed(now time.Time, err error) {

@@ -155,6 +155,12 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 		c.becomeLeader(now)
 		return
 	}
+	c.deny(now, err)
+}
+
+// deny records a denial of leadership by HandleConfirmLeader, follows, and
+// re-campaigns after a backoff that grows with consecutive denials.
+func (c *Core) deny(now time.Time, err error) {
 	c.confirmDenied++
 	c.lastDeniedAt = now
 	c.lastDenyErr = err
@@ -163,6 +169,20 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 	if c.role == RoleFollower {
 		c.armElectionAfter(now, c.electionTimeout()+c.cfg.ElectionTimeoutMin<<min(c.denials-1, maxBackoffShift))
 	}
+}
+
+// reconfirm handles a leader's periodic re-consultation of HandleConfirmLeader:
+// a denial (false or an error) ends the leadership as a denial at election
+// time would have withheld it.
+func (c *Core) reconfirm(now time.Time, granted bool, err error) {
+	if c.role != RoleLeader {
+		c.drop(dropStaleConfirm)
+		return
+	}
+	if granted && err == nil {
+		return
+	}
+	c.deny(now, err)
 }
 
 // maxBackoffShift caps the confirmation backoff at 32 ElectionTimeoutMin.

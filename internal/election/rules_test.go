@@ -783,3 +783,24 @@ func TestSetCampaignGatesElectionsOnly(t *testing.T) {
 	h.fire(TimerElection)
 	assert.Equal(t, RoleCandidate, h.c.Role(), "allowed again, it campaigns")
 }
+
+// Issue 8: a leader that re-consults HandleConfirmLeader mid-term and is
+// denied (its external lease lost) stops leading and backs off.
+func TestReconfirmDenialEndsLeadership(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	term := h.lead(2)
+	h.take()
+	h.c.Reconfirm(h.now, true, nil)
+	assert.True(t, h.c.IsLeader(), "a confirmed leader stays")
+	h.c.Reconfirm(h.now, false, errors.New("lease lost"))
+	rd := h.take()
+	assert.False(t, h.c.IsLeader())
+	assert.Equal(t, term, h.c.Term(), "stepping down does not move the term")
+	assert.Contains(t, rd.Effects, Effect(BecomeFollower{}))
+	st := h.c.Status(h.now)
+	assert.Equal(t, uint64(1), st.ConfirmDenied)
+	assert.EqualError(t, st.LastDenyError, "lease lost")
+	assert.GreaterOrEqual(t, h.due[TimerElection].Sub(h.now), h.c.cfg.ElectionTimeoutMax, "it backs off before campaigning again")
+	h.c.Reconfirm(h.now, false, nil)
+	assert.Equal(t, uint64(1), h.c.Status(h.now).ConfirmDenied, "a stale answer is ignored")
+}
