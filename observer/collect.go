@@ -1,0 +1,111 @@
+package observer
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
+)
+
+// Actor is one leader actor running on the observed node, with its own
+// inspection only.
+type Actor struct {
+	PID     string `json:"pid"`
+	Cluster string `json:"cluster"`
+	// Error is why the actor's inspection could not be read.
+	Error  string       `json:"error,omitempty"`
+	Status MemberReport `json:"status"`
+}
+
+// Actors lists the leader actors on node with their own inspection, ordered
+// by cluster ID then PID.
+func Actors(node gen.Node) ([]Actor, error) {
+	pids, err := leader.Find(node)
+	if err != nil {
+		return nil, fmt.Errorf("observer: finding leader actors on %s: %w", node.Name(), err)
+	}
+	out := make([]Actor, 0, len(pids))
+	for _, pid := range pids {
+		a := Actor{PID: pid.String(), Status: MemberReport{Node: string(pid.Node), PID: pid.String(), Self: true}}
+		inspection, err := node.Inspect(pid)
+		if err != nil {
+			a.Error = fmt.Sprintf("inspect %s: %v", pid, err)
+			a.Status.Error = a.Error
+		} else {
+			parseMember(&a.Status, inspection)
+			a.Cluster = inspection["ergo:cluster"]
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(x, y Actor) int {
+		if c := strings.Compare(x.Cluster, y.Cluster); c != 0 {
+			return c
+		}
+		return strings.Compare(x.PID, y.PID)
+	})
+	return out, nil
+}
+
+// Collect reads every cluster the leader actors on node belong to: each
+// member's inspection, local and remote. A cluster or member that cannot be
+// read carries its error in the report; Collect itself fails only when the
+// node's processes cannot be listed.
+func Collect(node gen.Node) (Report, error) {
+	report := Report{Node: string(node.Name()), CollectedAt: time.Now(), Clusters: []ClusterReport{}}
+	pids, err := leader.Find(node)
+	if err != nil {
+		return report, fmt.Errorf("observer: finding leader actors on %s: %w", node.Name(), err)
+	}
+	seen := make(map[string]bool)
+	for _, pid := range pids {
+		cluster := readCluster(node, pid)
+		if cluster.ID == "" || seen[cluster.ID] {
+			// The actor ended between Find and now, or another local actor of
+			// the same cluster was read already.
+			continue
+		}
+		seen[cluster.ID] = true
+		report.Clusters = append(report.Clusters, cluster)
+	}
+	slices.SortFunc(report.Clusters, func(x, y ClusterReport) int { return strings.Compare(x.ID, y.ID) })
+	return report, nil
+}
+
+// readCluster reads the cluster of the local leader actor pid. Its ID is empty
+// when the actor no longer answers.
+func readCluster(node gen.Node, pid gen.PID) ClusterReport {
+	c := ClusterReport{Via: pid.String(), Members: []MemberReport{}}
+	self, err := node.Inspect(pid, "ergo:cluster")
+	if err != nil {
+		return c
+	}
+	c.ID = self["ergo:cluster"]
+	inspections, err := leader.InspectCluster(node, pid)
+	if err != nil {
+		c.Error = fmt.Sprintf("reading the view of %s: %v", pid, err)
+		c.analyze()
+		return c
+	}
+	for _, mi := range inspections {
+		m := MemberReport{
+			Node:              string(mi.Node),
+			ProcessID:         mi.ProcessID.String(),
+			Self:              mi.Self,
+			InViewUnreachable: mi.Unreachable,
+		}
+		if mi.PID != (gen.PID{}) {
+			m.PID = mi.PID.String()
+		}
+		if mi.Err != nil {
+			m.Error = mi.Err.Error()
+		} else {
+			parseMember(&m, mi.Inspection)
+		}
+		c.Members = append(c.Members, m)
+	}
+	c.analyze()
+	return c
+}

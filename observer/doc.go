@@ -1,0 +1,48 @@
+// Package observer shows what the leader actors on a node believe, for people
+// and for programs: JSON over HTTP, one live web page, Prometheus metrics and
+// an MCP server. It reads the actors' ergo:* inspection only (through
+// leader.Find and leader.InspectCluster), so it sees exactly what
+// `regent inspect` sees and never touches an election's internals.
+//
+// From one node it reports every cluster that node takes part in: each
+// member's role, term, believed leader, view, quorum, unreachable peers, drop
+// counters and timers, local and remote members alike, with a per-member
+// error when a member cannot be read. It flags disagreement: members that
+// believe in different leaders or terms, several leaders at once, a stuck
+// candidate, an unclustered member. A sampler polls the clusters at a fixed
+// interval to feed the live page and to measure failovers.
+//
+// Metrics (Handler's /metrics, or Handler.Collector in a registry of your
+// own) are read fresh from inspection at every scrape and labelled by cluster
+// and member node: regent_leader_is_leader, _term, _view_size, _quorum,
+// _member_up (gauges), regent_leader_elections_started_total,
+// _elections_won_total, _leadership_changes_total, _confirm_denied_total and
+// regent_leader_messages_dropped_total{reason} (counters, as the member
+// counts them since it started). regent_observer_failover_seconds is the
+// observer's own histogram, labelled by cluster and observing node. Every
+// node's observer reports every member it can read, so scraping one node
+// shows a whole cluster; Prometheus's instance label tells the observers apart.
+//
+// Callers must know:
+//  1. NewHandler and Serve start a sampling goroutine; call Close on what they
+//     return when done, or the goroutine (and any open event stream) lives on.
+//  2. Reading a cluster inspects every member, remote ones over the network;
+//     a member that does not answer costs up to the runtime's request timeout
+//     (gen.DefaultRequestTimeout) per read, so keep the sampling interval and
+//     scrape interval well above a healthy round trip.
+//  3. Failover durations are measured from samples, so they are only as fine
+//     as the sampling interval (see WithSampleInterval): a failover lasts from
+//     the first sample that finds no answering leader, in a cluster that had
+//     one, to the first sample that finds one; a new leader or term seen with
+//     no leaderless sample in between counts as a failover as long as the
+//     time between the two samples. Either way the value is within one
+//     interval of the true one. The observer cannot tell a leader it cannot
+//     reach from a leader that is gone, so a partition between the observer
+//     and the leader alone reads as a failover.
+//  4. The handler serves no authentication: mount it behind whatever guards
+//     the rest of the server, or bind Serve to a loopback address.
+//
+// Not guaranteed: consistency across members. Each member is read at a
+// slightly different moment, so a report taken during an election can show a
+// disagreement that has already resolved.
+package observer

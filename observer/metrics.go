@@ -1,0 +1,123 @@
+package observer
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// FailoverBuckets are the upper bounds, in seconds, of the failover histogram.
+var FailoverBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// memberGauge is one per-member metric read from an inspection field.
+type memberGauge struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(MemberReport) float64
+}
+
+// metrics is the Prometheus collector of one observed node: per-member values
+// read fresh from inspection at every scrape, and the failover histogram the
+// sampler feeds.
+type metrics struct {
+	node     gen.Node
+	members  []memberGauge
+	up       *prometheus.Desc
+	dropped  *prometheus.Desc
+	failover *prometheus.HistogramVec
+}
+
+func newMetrics(node gen.Node) *metrics {
+	labels := []string{"cluster", "node"}
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("regent_leader_"+name, help, labels, nil)
+	}
+	gauge := func(name, help string, value func(MemberReport) float64) memberGauge {
+		return memberGauge{desc: desc(name, help), kind: prometheus.GaugeValue, value: value}
+	}
+	counter := func(name, help string, value func(MemberReport) uint64) memberGauge {
+		return memberGauge{desc: desc(name, help), kind: prometheus.CounterValue, value: func(m MemberReport) float64 { return float64(value(m)) }}
+	}
+	return &metrics{
+		node: node,
+		members: []memberGauge{
+			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
+				if m.State == RoleLeader {
+					return 1
+				}
+				return 0
+			}),
+			gauge("term", "The member's current election term.", func(m MemberReport) float64 { return float64(m.Term) }),
+			gauge("view_size", "Members in the member's view, itself included.", func(m MemberReport) float64 { return float64(m.ViewSize) }),
+			gauge("quorum", "Votes the member needs to win an election in its current view.", func(m MemberReport) float64 { return float64(m.Quorum) }),
+			counter("elections_started_total", "Campaigns the member started.", func(m MemberReport) uint64 { return m.ElectionsStarted }),
+			counter("elections_won_total", "Elections the member won.", func(m MemberReport) uint64 { return m.ElectionsWon }),
+			counter("leadership_changes_total", "Changes of the leader the member recognises.", func(m MemberReport) uint64 { return m.LeadershipChanges }),
+			counter("confirm_denied_total", "Won elections that HandleConfirmLeader refused on the member.", func(m MemberReport) uint64 { return m.ConfirmDenied }),
+		},
+		up:      desc("member_up", "1 when the member's inspection could be read, 0 otherwise."),
+		dropped: prometheus.NewDesc("regent_leader_messages_dropped_total", "Election messages the member dropped, by reason.", []string{"cluster", "node", "reason"}, nil),
+		failover: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "regent_observer_failover_seconds",
+			Help: "Failovers seen by the observer's sampling: from the first sample that found no leader in a cluster that had one to the first that found one, " +
+				"or the time between two samples that saw different leaderships; node is the observing node. Each value is within one sampling interval of the true failover.",
+			Buckets: FailoverBuckets,
+		}, []string{"cluster", "node"}),
+	}
+}
+
+// Describe sends every metric's description.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, g := range m.members {
+		ch <- g.desc
+	}
+	ch <- m.up
+	ch <- m.dropped
+	m.failover.Describe(ch)
+}
+
+// Collect reads every cluster of the node and sends its members' metrics. A
+// failed collection is sent as an invalid metric, so the scrape reports it.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.failover.Collect(ch)
+	report, err := Collect(m.node)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(m.up, err)
+		return
+	}
+	for _, c := range report.Clusters {
+		if c.Error != "" {
+			ch <- prometheus.NewInvalidMetric(m.up, fmt.Errorf("observer: cluster %s: %s", c.ID, c.Error))
+			continue
+		}
+		for _, member := range c.Members {
+			up := 0.0
+			if member.Answered() {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, up, c.ID, member.Node)
+			if !member.Answered() {
+				continue
+			}
+			for _, g := range m.members {
+				ch <- prometheus.MustNewConstMetric(g.desc, g.kind, g.value(member), c.ID, member.Node)
+			}
+			reasons := make([]string, 0, len(member.Dropped))
+			for r := range member.Dropped {
+				reasons = append(reasons, r)
+			}
+			slices.Sort(reasons)
+			for _, r := range reasons {
+				ch <- prometheus.MustNewConstMetric(m.dropped, prometheus.CounterValue, float64(member.Dropped[r]), c.ID, member.Node, r)
+			}
+		}
+	}
+}
+
+func (m *metrics) observeFailover(cluster string, d time.Duration) {
+	m.failover.WithLabelValues(cluster, string(m.node.Name())).Observe(d.Seconds())
+}

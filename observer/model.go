@@ -1,0 +1,308 @@
+package observer
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Roles as the ergo:state inspection key names them.
+const (
+	RoleLeader      = "leader"
+	RoleFollower    = "follower"
+	RoleCandidate   = "candidate"
+	RoleUnclustered = "unclustered"
+)
+
+// StuckCandidateRounds is how many campaigns in a row, with no leader known,
+// make a candidate count as stuck.
+const StuckCandidateRounds = 3
+
+// Report is everything the observer knows about one node's clusters at one
+// moment: what the JSON API, the live page and the MCP tools answer with.
+type Report struct {
+	// Node is the observing node.
+	Node string `json:"node"`
+	// CollectedAt is when the collection started.
+	CollectedAt time.Time `json:"collected_at"`
+	// Clusters lists each cluster the node takes part in, by cluster ID.
+	Clusters []ClusterReport `json:"clusters"`
+}
+
+// Cluster returns the report of the cluster with id, and whether there is one.
+func (r Report) Cluster(id string) (ClusterReport, bool) {
+	i := slices.IndexFunc(r.Clusters, func(c ClusterReport) bool { return c.ID == id })
+	if i < 0 {
+		return ClusterReport{}, false
+	}
+	return r.Clusters[i], true
+}
+
+// ClusterReport is one cluster as seen through one local leader actor's view.
+type ClusterReport struct {
+	// ID is the cluster ID (Options.ClusterID).
+	ID string `json:"cluster"`
+	// Via is the PID of the local leader actor whose view was read.
+	Via string `json:"via"`
+	// Error is why the view could not be read; Members is then empty.
+	Error string `json:"error,omitempty"`
+	// Members lists every member of the view, the local one included, by node name.
+	Members []MemberReport `json:"members"`
+	// Leaders lists the members that report the leader role.
+	Leaders []string `json:"leaders"`
+	// Leader is the leader every answering member agrees on, empty when there
+	// is none or they disagree.
+	Leader string `json:"leader"`
+	// Term is the highest term any answering member reports.
+	Term uint64 `json:"term"`
+	// Problems lists the disagreements and faults found; empty means healthy.
+	Problems []Problem `json:"problems"`
+}
+
+// Problem kinds, as Problem.Kind names them.
+const (
+	ProblemNoLeader           = "no_leader"
+	ProblemSeveralLeaders     = "several_leaders"
+	ProblemLeaderDisagreement = "leader_disagreement"
+	ProblemTermDisagreement   = "term_disagreement"
+	ProblemStuckCandidate     = "stuck_candidate"
+	ProblemUnclustered        = "unclustered"
+	ProblemUnreachable        = "unreachable"
+)
+
+// Problem is one disagreement or fault in a cluster.
+type Problem struct {
+	// Kind is one of the Problem* constants.
+	Kind string `json:"kind"`
+	// Members names the member nodes involved.
+	Members []string `json:"members"`
+	// Message explains it to a person.
+	Message string `json:"message"`
+}
+
+// MemberReport is one member's inspection, parsed, with the raw keys kept.
+type MemberReport struct {
+	Node      string `json:"node"`
+	ProcessID string `json:"process_id"`
+	PID       string `json:"pid,omitempty"`
+	// Self marks the local actor whose view was read.
+	Self bool `json:"self"`
+	// InViewUnreachable: the reading actor counts this member as unreachable.
+	InViewUnreachable bool `json:"in_view_unreachable"`
+	// Error is why this member's inspection could not be read; the parsed
+	// fields are then zero.
+	Error string `json:"error,omitempty"`
+
+	State             string            `json:"state"`
+	Term              uint64            `json:"term"`
+	LeaderNode        string            `json:"leader_node"`
+	LeaderPID         string            `json:"leader_pid"`
+	ViewSize          int               `json:"view_size"`
+	Quorum            int               `json:"quorum"`
+	MinClusterSize    int               `json:"min_cluster_size"`
+	Peers             int               `json:"peers"`
+	Unreachable       []string          `json:"unreachable"`
+	Dropped           map[string]uint64 `json:"dropped"`
+	ConfirmDenied     uint64            `json:"confirm_denied"`
+	ElectionsStarted  uint64            `json:"elections_started"`
+	ElectionsWon      uint64            `json:"elections_won"`
+	LeadershipChanges uint64            `json:"leadership_changes"`
+	Rounds            uint64            `json:"rounds"`
+	Timers            Timers            `json:"timers"`
+	// Inspection is the member's full inspection map, user keys included.
+	Inspection map[string]string `json:"inspection,omitempty"`
+	// ParseErrors lists keys whose values could not be parsed; their parsed
+	// fields are left zero.
+	ParseErrors []string `json:"parse_errors,omitempty"`
+}
+
+// Answered reports whether the member's inspection was read.
+func (m MemberReport) Answered() bool { return m.Error == "" }
+
+// Timers are a member's election and heartbeat timers, as inspection shows them.
+type Timers struct {
+	ElectionArmed      bool   `json:"election_armed"`
+	HeartbeatArmed     bool   `json:"heartbeat_armed"`
+	HeartbeatInLast    string `json:"heartbeat_in_last"`
+	HeartbeatOutLast   string `json:"heartbeat_out_last"`
+	ElectionTimeoutMin string `json:"election_timeout_min"`
+	ElectionTimeoutMax string `json:"election_timeout_max"`
+	HeartbeatInterval  string `json:"heartbeat_interval"`
+}
+
+// parseMember fills m's parsed fields from an inspection map. A value that
+// does not parse is recorded in m.ParseErrors; a missing key leaves its field
+// zero (an older member may not have it).
+func parseMember(m *MemberReport, in map[string]string) {
+	m.Inspection = in
+	var problems []string
+	uintKey := func(key string, dst *uint64) {
+		v, ok := in[key]
+		if !ok || v == "" {
+			return
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
+			return
+		}
+		*dst = n
+	}
+	intKey := func(key string, dst *int) {
+		var n uint64
+		uintKey(key, &n)
+		*dst = int(n)
+	}
+	boolKey := func(key string, dst *bool) {
+		v, ok := in[key]
+		if !ok || v == "" {
+			return
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
+			return
+		}
+		*dst = b
+	}
+
+	m.State = in["ergo:state"]
+	m.LeaderNode = in["ergo:leader_node"]
+	m.LeaderPID = in["ergo:leader_pid"]
+	uintKey("ergo:term", &m.Term)
+	intKey("ergo:view_size", &m.ViewSize)
+	intKey("ergo:quorum", &m.Quorum)
+	intKey("ergo:min_cluster_size", &m.MinClusterSize)
+	intKey("ergo:peers", &m.Peers)
+	uintKey("ergo:confirm_denied", &m.ConfirmDenied)
+	uintKey("ergo:elections_started", &m.ElectionsStarted)
+	uintKey("ergo:elections_won", &m.ElectionsWon)
+	uintKey("ergo:leadership_changes", &m.LeadershipChanges)
+	uintKey("ergo:rounds", &m.Rounds)
+	boolKey("ergo:election_timer_armed", &m.Timers.ElectionArmed)
+	boolKey("ergo:heartbeat_timer_armed", &m.Timers.HeartbeatArmed)
+	m.Timers.HeartbeatInLast = in["ergo:heartbeat_in_last"]
+	m.Timers.HeartbeatOutLast = in["ergo:heartbeat_out_last"]
+	m.Timers.ElectionTimeoutMin = in["ergo:election_timeout_min"]
+	m.Timers.ElectionTimeoutMax = in["ergo:election_timeout_max"]
+	m.Timers.HeartbeatInterval = in["ergo:heartbeat_interval"]
+
+	m.Unreachable = splitList(in["ergo:unreachable"])
+	m.Dropped = make(map[string]uint64)
+	for _, pair := range splitList(in["ergo:dropped_by_reason"]) {
+		reason, count, ok := strings.Cut(pair, "=")
+		n, err := strconv.ParseUint(count, 10, 64)
+		if !ok || err != nil {
+			problems = append(problems, fmt.Sprintf("ergo:dropped_by_reason entry %q is not reason=count", pair))
+			continue
+		}
+		m.Dropped[reason] = n
+	}
+	m.ParseErrors = problems
+}
+
+// splitList splits a ", "-joined inspection value; empty gives an empty list.
+func splitList(v string) []string {
+	out := []string{}
+	for _, s := range strings.Split(v, ", ") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// analyze fills the cluster-wide fields (Leaders, Leader, Term, Problems) from
+// the members.
+func (c *ClusterReport) analyze() {
+	c.Leaders = []string{}
+	c.Problems = []Problem{}
+	if c.Error != "" {
+		return
+	}
+	var answered []MemberReport
+	var unreachable []string
+	for _, m := range c.Members {
+		if !m.Answered() {
+			unreachable = append(unreachable, m.Node)
+			continue
+		}
+		answered = append(answered, m)
+		c.Term = max(c.Term, m.Term)
+		if m.State == RoleLeader {
+			c.Leaders = append(c.Leaders, m.Node)
+		}
+	}
+
+	add := func(kind string, members []string, format string, args ...any) {
+		c.Problems = append(c.Problems, Problem{Kind: kind, Members: members, Message: fmt.Sprintf(format, args...)})
+	}
+	switch len(c.Leaders) {
+	case 0:
+		add(ProblemNoLeader, []string{}, "no answering member holds leadership")
+	case 1:
+	default:
+		add(ProblemSeveralLeaders, c.Leaders, "%d members claim leadership at once: %s", len(c.Leaders), strings.Join(c.Leaders, ", "))
+	}
+
+	believed := groupBy(answered, func(m MemberReport) string { return m.LeaderNode })
+	if len(believed) > 1 {
+		add(ProblemLeaderDisagreement, nodesOf(answered), "members believe in different leaders: %s", describeGroups(believed, "no leader"))
+	} else if len(believed) == 1 && len(c.Leaders) == 1 && answered[0].LeaderNode == c.Leaders[0] {
+		c.Leader = c.Leaders[0]
+	}
+	terms := groupBy(answered, func(m MemberReport) string { return strconv.FormatUint(m.Term, 10) })
+	if len(terms) > 1 {
+		add(ProblemTermDisagreement, nodesOf(answered), "members are at different terms: %s", describeGroups(terms, ""))
+	}
+	for _, m := range answered {
+		switch {
+		case m.State == RoleCandidate && m.Rounds >= StuckCandidateRounds:
+			add(ProblemStuckCandidate, []string{m.Node}, "%s has campaigned %d times in a row without a leader being known (term %d)", m.Node, m.Rounds, m.Term)
+		case m.State == RoleUnclustered:
+			add(ProblemUnclustered, []string{m.Node}, "%s is unclustered: its view of %d is below the minimum cluster size %d", m.Node, m.ViewSize, m.MinClusterSize)
+		}
+	}
+	if len(unreachable) > 0 {
+		add(ProblemUnreachable, unreachable, "could not read %s", strings.Join(unreachable, ", "))
+	}
+}
+
+// groupBy maps each distinct key to the nodes of the members that have it.
+func groupBy(members []MemberReport, key func(MemberReport) string) map[string][]string {
+	out := make(map[string][]string)
+	for _, m := range members {
+		k := key(m)
+		out[k] = append(out[k], m.Node)
+	}
+	return out
+}
+
+// describeGroups renders groups as "key: node, node; key: node" in key order;
+// empty names the empty key.
+func describeGroups(groups map[string][]string, empty string) string {
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		name := k
+		if k == "" {
+			name = empty
+		}
+		parts = append(parts, fmt.Sprintf("%s (by %s)", name, strings.Join(groups[k], ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func nodesOf(members []MemberReport) []string {
+	out := make([]string, 0, len(members))
+	for _, m := range members {
+		out = append(out, m.Node)
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package observer
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// sample is one published collection: the report, or why it failed.
+type sample struct {
+	seq    uint64
+	report Report
+	err    error
+}
+
+// sampler collects the node's clusters every interval on its own goroutine,
+// publishes the latest report for the live page, and feeds failover
+// durations to the metrics.
+type sampler struct {
+	node     gen.Node
+	interval time.Duration
+	metrics  *metrics
+
+	// tracks is owned by the run goroutine: the failover state of each cluster.
+	tracks map[string]*failoverTrack
+
+	// mu guards latest and changed: run writes them, event streams read them.
+	mu     sync.Mutex
+	latest sample
+	// changed is closed and replaced each time latest is replaced, waking
+	// every event stream waiting on it.
+	changed chan struct{}
+
+	quit    chan struct{} // closed by close to stop run and every event stream
+	stopped chan struct{} // closed when run has returned
+	once    sync.Once
+}
+
+func newSampler(node gen.Node, interval time.Duration, m *metrics) *sampler {
+	s := &sampler{
+		node:     node,
+		interval: interval,
+		metrics:  m,
+		tracks:   make(map[string]*failoverTrack),
+		changed:  make(chan struct{}),
+		quit:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+func (s *sampler) run() {
+	defer close(s.stopped)
+	ticker := time.NewTicker(s.interval)
+	defer ticker.Stop()
+	for {
+		s.sampleOnce()
+		select {
+		case <-ticker.C:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+func (s *sampler) sampleOnce() {
+	report, err := Collect(s.node)
+	if err == nil {
+		s.trackFailovers(report)
+	}
+	s.mu.Lock()
+	s.latest = sample{seq: s.latest.seq + 1, report: report, err: err}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// current returns the latest sample and a channel closed when a newer one is
+// published.
+func (s *sampler) current() (sample, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest, s.changed
+}
+
+// close stops sampling and every event stream, and waits for run to return.
+func (s *sampler) close() {
+	s.once.Do(func() { close(s.quit) })
+	<-s.stopped
+}
+
+func (s *sampler) trackFailovers(report Report) {
+	present := make(map[string]bool, len(report.Clusters))
+	for _, c := range report.Clusters {
+		present[c.ID] = true
+		if c.Error != "" {
+			continue // no evidence either way
+		}
+		t, ok := s.tracks[c.ID]
+		if !ok {
+			t = &failoverTrack{}
+			s.tracks[c.ID] = t
+		}
+		if d, ended := t.observe(report.CollectedAt, leadership(c)); ended {
+			s.metrics.observeFailover(c.ID, d)
+		}
+	}
+	for id := range s.tracks {
+		if !present[id] {
+			delete(s.tracks, id) // the local actor left the cluster
+		}
+	}
+}
+
+// leadership names who leads a cluster and at which term ("node@term",
+// comma-joined when several claim it), empty when no answering member leads.
+func leadership(c ClusterReport) string {
+	var out []string
+	for _, m := range c.Members {
+		if m.Answered() && m.State == RoleLeader {
+			out = append(out, fmt.Sprintf("%s@%d", m.Node, m.Term))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// failoverTrack follows one cluster's leadership from sample to sample.
+type failoverTrack struct {
+	// leader is the leadership of the last sample that had one (see
+	// leadership); empty until a leader is first seen, so the first election
+	// is not counted as a failover.
+	leader string
+	// lostAt is the time of the first sample without a leader after one was
+	// known; zero while a leader is known.
+	lostAt time.Time
+	// lastAt is the time of the previous sample.
+	lastAt time.Time
+}
+
+// observe records one sample taken at now with its leadership; it returns the
+// failover duration when this sample ends one. A failover that starts and
+// ends between two samples (a different leader or term, no leaderless sample
+// in between) is recorded as the time between those samples, an upper bound.
+func (t *failoverTrack) observe(now time.Time, leader string) (d time.Duration, ended bool) {
+	switch {
+	case leader != "" && !t.lostAt.IsZero():
+		d, ended = now.Sub(t.lostAt), true
+		t.lostAt = time.Time{}
+	case leader != "" && t.leader != "" && leader != t.leader:
+		d, ended = now.Sub(t.lastAt), true
+	case leader == "" && t.leader != "" && t.lostAt.IsZero():
+		t.lostAt = now
+	}
+	if leader != "" {
+		t.leader = leader
+	}
+	t.lastAt = now
+	return d, ended
+}
