@@ -142,12 +142,17 @@ type Process interface {
 	Inspect(target PID, item ...string) (map[string]string, error)
 
 	// Link ties this process's life to target (a PID, a ProcessID, or an Atom
-	// naming a node): when it ends, this process receives an exit signal.
+	// naming a node): when it ends, this process receives an exit signal. A
+	// remote target is linked without waiting for a round trip: an unknown
+	// one is reported by an exit signal with ErrProcessUnknown.
 	Link(target any) error
 	// Unlink removes a link made by Link.
 	Unlink(target any) error
 	// Monitor asks for a Down message when target (a PID, a ProcessID, or an
-	// Atom naming a node) terminates or becomes unreachable.
+	// Atom naming a node) terminates or becomes unreachable. A local unknown
+	// target is an error at once; a remote target is watched without waiting
+	// for a round trip, and an unknown one is reported by a Down with
+	// ErrProcessUnknown.
 	Monitor(target any) error
 	// Demonitor removes a monitor made by Monitor.
 	Demonitor(target any) error

@@ -111,10 +111,17 @@ func (n *node) remoteRequest(self *process, env *envelope, timeout int) (any, er
 // await waits for a pending Call's answer, the timeout (in seconds) or the
 // node's stop. The calling process shows WaitResponse meanwhile.
 func (n *node) await(self *process, ch chan callResult, timeout int) (any, error) {
+	var abort chan struct{} // closed when the calling process is asked to terminate
 	if self != nil {
 		before := self.state.Swap(int32(gen.ProcessStateWaitResponse))
 		defer self.state.Store(before)
 		self.out.Add(1)
+		abort = make(chan struct{})
+		self.abort.Store(&abort)
+		defer self.abort.Store(nil)
+		if reason := self.kill.Load(); reason != nil {
+			return nil, fmt.Errorf("caller is terminating (%w): %w", *reason, gen.ErrProcessTerminated)
+		}
 	}
 	timer := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer timer.Stop()
@@ -123,6 +130,8 @@ func (n *node) await(self *process, ch chan callResult, timeout int) (any, error
 		return r.value, r.err
 	case <-timer.C:
 		return nil, fmt.Errorf("no response in %ds: %w", timeout, gen.ErrTimeout)
+	case <-abort:
+		return nil, fmt.Errorf("caller is terminating (%w): %w", *self.kill.Load(), gen.ErrProcessTerminated)
 	case <-n.quit:
 		return nil, n.errNodeStopping("wait for a response")
 	}

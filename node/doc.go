@@ -4,9 +4,10 @@
 //
 // Each process owns a mailbox of three queues (Urgent for exit signals, System
 // for down messages and inspection, Main for the rest). A push into a sleeping
-// process's mailbox starts one goroutine that calls the behavior's ProcessRun
-// until the mailbox is empty; then the goroutine ends, so an idle process
-// holds no goroutine, only its memory. Callbacks of one process therefore
+// process's mailbox hands the process to one runner goroutine that calls the
+// behavior's ProcessRun until the mailbox is empty; then the process sleeps
+// again and holds no goroutine, only its memory (runner goroutines are reused
+// for a moment and end when idle). Callbacks of one process therefore
 // never run concurrently. Processes on other nodes are reached through one
 // authenticated connection per node pair, dialled on first use; only types
 // registered with Network.RegisterTypes cross it.
@@ -22,5 +23,11 @@
 //     when the target is known to be gone, and returns
 //     gen.ErrProcessTerminated when it terminates before answering.
 //  5. Stop waits for every running callback to return; a callback that never
-//     returns keeps Stop waiting (use StopForce then).
+//     returns keeps Stop waiting (use StopForce then). Kill and Stop cut short
+//     a Call the process is waiting in; other blocking code is not
+//     interrupted.
+//  6. Messages between two nodes keep their order, except across the moment
+//     when both nodes dialled each other at once and one of the two
+//     connections is retired (nothing is lost then, but the two streams may
+//     interleave).
 package node

@@ -13,7 +13,7 @@ const (
 	kindRequest             // from, target, ref, payload: the request
 	kindResponse            // target (the caller), ref, payload: value, or error with flagError
 	kindExit                // from, target PID, payload: the reason
-	kindWatch               // from (watcher), target, ref, flags: relKind; answered by kindResponse
+	kindWatch               // from (watcher), target, flags: relKind; an unknown target is answered by kindDown
 	kindUnwatch             // from (watcher), target, flags: relKind
 	kindDown                // target (what ended), to (watcher), flags: relKind, payload: the reason
 	kindInspect             // from, target PID, ref, payload: []string items

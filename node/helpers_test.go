@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -95,6 +96,18 @@ func (c *probeConfig) next(t *testing.T) any {
 		t.Fatal("no message arrived")
 		return nil
 	}
+}
+
+// byType collects the next count messages keyed by their type name, for
+// messages whose relative order is not specified.
+func (c *probeConfig) byType(t *testing.T, count int) map[string]any {
+	t.Helper()
+	got := map[string]any{}
+	for i := 0; i < count; i++ {
+		m := c.next(t)
+		got[fmt.Sprintf("%T", m)] = m
+	}
+	return got
 }
 
 // reason returns the reason the probe terminated with.

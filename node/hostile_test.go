@@ -167,6 +167,7 @@ func TestRestartedPeer(t *testing.T) {
 	w := newProbe()
 	w.onInit = func(p *probe, args ...any) error { return p.Monitor(oldPID) }
 	spawnProbe(t, a, w)
+	watchRecorded(t, a, oldPID)
 	first.Stop()
 	down := w.next(t).(gen.MessageDownPID)
 	require.ErrorIs(t, down.Reason, gen.TerminateReasonShutdown)

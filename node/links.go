@@ -296,11 +296,11 @@ func (n *node) watch(p *process, target any, kind relKind) error {
 	if _, isNode := t.(gen.Atom); isNode {
 		err = n.connectTo(where)
 	} else {
-		// Wait for the target's node to record the watcher, so that a
-		// target ending right after Monitor returns is still reported and
-		// an unknown target is an error here, as it is locally.
-		env := &envelope{kind: kindWatch, flags: uint8(kind), from: p.pid, target: t, ref: n.makeRef()}
-		_, err = n.remoteRequest(p, env, gen.DefaultRequestTimeout)
+		// The watch is one-way: waiting for the target's node to record it
+		// would block the watcher for a round trip. An unknown target is
+		// reported by a Down (or exit) with gen.ErrProcessUnknown, and a
+		// lost connection by one with gen.ErrNoConnection, as for any watch.
+		err = n.sendRemote(where, &envelope{kind: kindWatch, flags: uint8(kind), from: p.pid, target: t})
 	}
 	if err != nil {
 		n.rel.remove(t, w)

@@ -3,7 +3,6 @@ package node
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,6 +54,7 @@ type node struct {
 	net    *network        // nil when the network is disabled
 	noNet  disabledNetwork // the Network of a node without one
 
+	ready    chan *process // hands a woken process to an idle worker goroutine
 	quit     chan struct{} // closed when Stop or StopForce begins
 	done     chan struct{} // closed when the node has stopped
 	stopOnce sync.Once
@@ -72,6 +72,7 @@ func Start(name gen.Atom, options gen.NodeOptions) (gen.Node, error) {
 		started:  time.Now(),
 		procs:    make(map[uint64]*process),
 		names:    make(map[gen.Atom]*process),
+		ready:    make(chan *process),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -276,6 +277,3 @@ func (n *node) WaitWithTimeout(timeout time.Duration) error {
 func (n *node) errNodeStopping(op string) error {
 	return fmt.Errorf("%s on %s: %w", op, n.name, gen.ErrNodeTerminated)
 }
-
-// isStopping reports whether err says the node is going away.
-func isStopping(err error) bool { return errors.Is(err, gen.ErrNodeTerminated) }

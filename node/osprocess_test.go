@@ -90,11 +90,7 @@ func TestNodeInAnotherOSProcess(t *testing.T) {
 
 	t.Run("after SIGKILL the monitors receive ErrNoConnection downs", func(t *testing.T) {
 		require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
-		got := map[string]any{}
-		for i := 0; i < 2; i++ {
-			m := w.next(t)
-			got[fmt.Sprintf("%T", m)] = m
-		}
+		got := w.byType(t, 2)
 		down := got["gen.MessageDownProcessID"].(gen.MessageDownProcessID)
 		require.ErrorIs(t, down.Reason, gen.ErrNoConnection)
 		require.Equal(t, gen.MessageDownNode{Name: name}, got["gen.MessageDownNode"])

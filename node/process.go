@@ -24,11 +24,12 @@ type process struct {
 	system queue
 	main   queue
 
-	state   atomic.Int32           // a gen.ProcessState
-	trap    atomic.Bool            // exits arrive as messages
-	kill    atomic.Pointer[error]  // termination asked from outside (Kill, Stop)
-	in, out atomic.Uint64          // messages received / sent
-	log     atomic.Pointer[logger] // made on first use; idle processes skip it
+	state   atomic.Int32                  // a gen.ProcessState
+	trap    atomic.Bool                   // exits arrive as messages
+	kill    atomic.Pointer[error]         // termination asked from outside (Kill, Stop)
+	abort   atomic.Pointer[chan struct{}] // set while the process waits in a Call; closed by requestTerminate
+	in, out atomic.Uint64                 // messages received / sent
+	log     atomic.Pointer[logger]        // made on first use; idle processes skip it
 }
 
 func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args []any) (gen.PID, error) {

@@ -43,11 +43,10 @@ func (n *node) receive(c *connection, env *envelope) {
 			c.nw.drop(dropUnexpectedFrame)
 			return
 		}
-		answer := &envelope{kind: kindResponse, target: env.from, ref: env.ref}
-		if !n.rel.addChecked(env.target, watcher{pid: env.from, kind: kind}, n.localExists(env.target)) {
-			answer.flags, answer.payload = flagError, gen.ErrProcessUnknown
+		w := watcher{pid: env.from, kind: kind}
+		if !n.rel.addChecked(env.target, w, n.localExists(env.target)) {
+			n.notifyRemote(env.target, w, gen.ErrProcessUnknown)
 		}
-		n.reply(c, answer)
 	case kindUnwatch:
 		n.rel.remove(env.target, watcher{pid: env.from, kind: relKind(env.flags)})
 	case kindDown:

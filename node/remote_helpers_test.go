@@ -20,7 +20,7 @@ func fastNet(cookie string) gen.NetworkOptions {
 	return gen.NetworkOptions{
 		Cookie:              cookie,
 		KeepAlivePeriod:     100 * time.Millisecond,
-		KeepAliveTimeout:    time.Second,
+		KeepAliveTimeout:    2 * time.Second,
 		HandshakeTimeout:    2 * time.Second,
 		ReconnectBackoffMin: 10 * time.Millisecond,
 		ReconnectBackoffMax: 50 * time.Millisecond,

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -175,20 +174,25 @@ func TestRemoteMonitorsAndLinks(t *testing.T) {
 		pid := gen.ProcessID{Name: "named", Node: b.Name()}
 		w.onInit = func(p *probe, args ...any) error { return p.Monitor(pid) }
 		spawnProbe(t, a, w)
+		watchRecorded(t, a, targetPID)
 		require.NoError(t, b.Kill(targetPID))
 		down := w.next(t).(gen.MessageDownProcessID)
 		require.Equal(t, pid, down.ProcessID)
 		require.ErrorIs(t, down.Reason, gen.TerminateReasonKill)
 	})
-	t.Run("monitoring or linking an unknown remote process fails with ErrProcessUnknown", func(t *testing.T) {
+	t.Run("monitoring or linking an unknown remote process reports ErrProcessUnknown without blocking", func(t *testing.T) {
 		w := newProbe()
 		ghost := gen.PID{Node: b.Name(), ID: 999999, Creation: b.Creation()}
 		w.onInit = func(p *probe, args ...any) error { return p.Monitor(ghost) }
-		_, err := a.Spawn(w.factory(), gen.ProcessOptions{})
-		require.ErrorIs(t, err, gen.ErrProcessUnknown)
-		w.onInit = func(p *probe, args ...any) error { return p.Link(gen.ProcessID{Name: "ghost", Node: b.Name()}) }
-		_, err = a.Spawn(w.factory(), gen.ProcessOptions{})
-		require.ErrorIs(t, err, gen.ErrProcessUnknown)
+		spawnProbe(t, a, w)
+		down := w.next(t).(gen.MessageDownPID)
+		require.Equal(t, ghost, down.PID)
+		require.ErrorIs(t, down.Reason, gen.ErrProcessUnknown)
+
+		l := newProbe()
+		l.onInit = func(p *probe, args ...any) error { return p.Link(gen.ProcessID{Name: "ghost", Node: b.Name()}) }
+		spawnProbe(t, a, l)
+		require.ErrorIs(t, l.reason(t), gen.ErrProcessUnknown)
 	})
 	t.Run("a remote link with trap exit delivers MessageExitPID", func(t *testing.T) {
 		target := newProbe()
@@ -199,6 +203,7 @@ func TestRemoteMonitorsAndLinks(t *testing.T) {
 			return p.Link(targetPID)
 		}
 		spawnProbe(t, a, w)
+		watchRecorded(t, a, targetPID)
 		require.NoError(t, b.SendExit(targetPID, gen.TerminateReasonShutdown))
 		exit := w.next(t).(gen.MessageExitPID)
 		require.Equal(t, targetPID, exit.PID)
@@ -210,6 +215,7 @@ func TestRemoteMonitorsAndLinks(t *testing.T) {
 		w := newProbe()
 		w.onInit = func(p *probe, args ...any) error { return p.Link(targetPID) }
 		spawnProbe(t, a, w)
+		watchRecorded(t, a, targetPID)
 		require.NoError(t, b.Kill(targetPID))
 		require.ErrorIs(t, w.reason(t), gen.TerminateReasonKill)
 	})
@@ -262,11 +268,7 @@ func TestConnectionLoss(t *testing.T) {
 
 	t.Run("a lost connection turns into ErrNoConnection downs and a node down", func(t *testing.T) {
 		require.NoError(t, a.Network().Disconnect(b.Name()))
-		got := map[string]any{}
-		for i := 0; i < 2; i++ {
-			m := w.next(t)
-			got[fmt.Sprintf("%T", m)] = m
-		}
+		got := w.byType(t, 2)
 		down := got["gen.MessageDownPID"].(gen.MessageDownPID)
 		require.ErrorIs(t, down.Reason, gen.ErrNoConnection)
 		require.Equal(t, gen.MessageDownNode{Name: b.Name()}, got["gen.MessageDownNode"])
@@ -291,6 +293,7 @@ func TestRemoteNodeStop(t *testing.T) {
 	w := newProbe()
 	w.onInit = func(p *probe, args ...any) error { return p.Monitor(targetPID) }
 	spawnProbe(t, a, w)
+	watchRecorded(t, a, targetPID)
 	require.Eventually(t, func() bool { return len(b.Network().Nodes()) == 1 }, wait, time.Millisecond)
 
 	t.Run("a stopping node tells remote monitors the real reason, shutdown", func(t *testing.T) {
@@ -298,4 +301,13 @@ func TestRemoteNodeStop(t *testing.T) {
 		down := w.next(t).(gen.MessageDownPID)
 		require.ErrorIs(t, down.Reason, gen.TerminateReasonShutdown)
 	})
+}
+
+// watchRecorded returns once the target's node has recorded every watch that
+// node from sent it so far: watches are one-way frames, and a request on the
+// same connection is handled after them.
+func watchRecorded(t *testing.T, from gen.Node, target gen.PID) {
+	t.Helper()
+	_, err := from.Inspect(target)
+	require.NoError(t, err)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"runtime/debug"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -12,11 +13,49 @@ import (
 // runner goroutine. The runner calls ProcessRun until the mailbox is empty,
 // stores Sleep, and re-checks the mailbox: a push that raced with the store
 // either saw Sleep (and started a new runner) or is seen by the re-check.
+// Runners are goroutines of the node's worker pool (see schedule).
 
 // wake starts the runner if the process is asleep.
 func (p *process) wake() {
 	if p.state.CompareAndSwap(int32(gen.ProcessStateSleep), int32(gen.ProcessStateRunning)) {
-		go p.run()
+		p.node.schedule(p)
+	}
+}
+
+// workerIdle is how long a runner goroutine that finished a process waits
+// for another one before it ends. Reusing a warm goroutine saves starting
+// one and growing its stack again; the bound keeps idle nodes goroutine-free.
+const workerIdle = 100 * time.Millisecond
+
+// schedule runs p on an idle worker goroutine, or on a new one.
+func (n *node) schedule(p *process) {
+	select {
+	case n.ready <- p:
+	default:
+		go n.worker(p)
+	}
+}
+
+// worker runs processes handed to it until it has been idle for workerIdle
+// or the node has stopped.
+func (n *node) worker(p *process) {
+	var idle *time.Timer
+	for {
+		p.run()
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
+		select {
+		case p = <-n.ready:
+			idle.Stop()
+		case <-idle.C:
+			return
+		case <-n.done:
+			idle.Stop()
+			return
+		}
 	}
 }
 
@@ -43,6 +82,9 @@ func (p *process) push(q *queue, m *gen.MailboxMessage) bool {
 // ProcessRun; the first request wins.
 func (p *process) requestTerminate(reason error) {
 	p.kill.CompareAndSwap(nil, &reason)
+	if abort := p.abort.Swap(nil); abort != nil {
+		close(*abort) // a Call in progress returns now instead of at its timeout
+	}
 	p.wake()
 }
 
