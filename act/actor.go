@@ -84,7 +84,10 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	case gen.MailboxMessageTypeRequest:
 		return a.handleCall(m)
 	case gen.MailboxMessageTypeExit:
-		if !a.TrapExit() {
+		// An exit from the parent is never trapped: a child does not outlive
+		// the parent that tells it to stop.
+		fromParent := m.From != (gen.PID{}) && m.From == a.Parent()
+		if !a.TrapExit() || fromParent {
 			return exitReason(m.Message)
 		}
 		return a.behavior.HandleMessage(m.From, m.Message)

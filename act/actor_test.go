@@ -59,6 +59,29 @@ func (notAnActor) ProcessInit(p gen.Process, args ...any) error {
 func (notAnActor) ProcessRun() error          { return nil }
 func (notAnActor) ProcessTerminate(err error) {}
 
+// trapper traps exits.
+type trapper struct{ act.Actor }
+
+func (a *trapper) Init(args ...any) error { return a.SetTrapExit(true) }
+
+// spawner spawns one child in Init and sends an exit signal to any PID it
+// is sent.
+type spawner struct {
+	act.Actor
+	child   gen.ProcessFactory
+	spawned chan gen.PID
+}
+
+func (a *spawner) Init(args ...any) error {
+	pid, err := a.Spawn(a.child, gen.ProcessOptions{})
+	a.spawned <- pid
+	return err
+}
+
+func (a *spawner) HandleMessage(from gen.PID, message any) error {
+	return a.SendExit(message.(gen.PID), gen.TerminateReasonShutdown)
+}
+
 // greeter uses the embedded process from its callbacks.
 type greeter struct {
 	act.Actor
@@ -115,6 +138,19 @@ func TestActor(t *testing.T) {
 	t.Run("a behavior that does not implement ActorBehavior fails to spawn", func(t *testing.T) {
 		_, err := n.Spawn(func() gen.ProcessBehavior { return notAnActor{} }, gen.ProcessOptions{})
 		require.ErrorIs(t, err, gen.ErrIncorrect)
+	})
+	t.Run("an exit from the parent terminates a trapping child", func(t *testing.T) {
+		childPID := make(chan gen.PID, 1)
+		parentPID, err := n.Spawn(func() gen.ProcessBehavior {
+			return &spawner{child: func() gen.ProcessBehavior { return &trapper{} }, spawned: childPID}
+		}, gen.ProcessOptions{})
+		require.NoError(t, err)
+		child := <-childPID
+		require.NoError(t, n.Send(parentPID, child))
+		require.Eventually(t, func() bool {
+			_, err := n.ProcessInfo(child)
+			return err != nil
+		}, 10*time.Second, time.Millisecond)
 	})
 	t.Run("an untrapped exit terminates the actor with its reason", func(t *testing.T) {
 		pid, err := n.Spawn(func() gen.ProcessBehavior { return &bare{} }, gen.ProcessOptions{})

@@ -18,7 +18,7 @@
 //  3. HandleMessage returning a non-nil error terminates the process with it.
 //  4. An exit signal terminates the actor with its reason unless SetTrapExit
 //     is on, in which case it arrives in HandleMessage as a gen.MessageExit*
-//     value. Node.Kill bypasses the mailbox and is never trapped.
+//     value. An exit from the parent and Node.Kill are never trapped.
 //  5. Down messages from monitors arrive in HandleMessage as gen.MessageDown*.
 //  6. The default callbacks log what they did not handle at Warning; the
 //     default HandleCall answers gen.ErrUnsupported.

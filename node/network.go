@@ -315,8 +315,9 @@ func (nw *network) handshakeFailed(conn net.Conn, err error) {
 // connection to the same life of the peer exists (both nodes dialled at
 // once), both nodes keep the one dialled by the node with the smaller name
 // and retire the other gracefully: it flushes, and is read to its end, so
-// nothing already written on it is lost. A connection to an older life of
-// the peer is closed as lost.
+// nothing already written on it is lost. A second connection dialled by the
+// same side replaces the first (that side gave up on it). A connection to an
+// older life of the peer is closed as lost.
 func (nw *network) register(c *connection) (*connection, error) {
 	name := c.peer.Name
 	nw.mu.Lock()
@@ -331,6 +332,9 @@ func (nw *network) register(c *connection) (*connection, error) {
 	case old == nil:
 	case old.peer.Creation != c.peer.Creation:
 		stale = old
+	case old.dialled == c.dialled:
+		// The same side dialled twice: it gave up on the old connection.
+		retire = old
 	case c.dialer() == min(nw.node.name, name):
 		retire = old
 	default:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
@@ -39,6 +40,13 @@ func TestSoak(t *testing.T) {
 	}
 	var pids []gen.PID
 	var handled, unexpected atomic.Int64
+	var stopping atomic.Bool // errors while the nodes stop are expected
+	check := func(err error) {
+		if err != nil && !stopping.Load() && !errors.Is(err, gen.ErrNoConnection) && !errors.Is(err, gen.ErrProcessTerminated) && !errors.Is(err, gen.ErrTimeout) {
+			unexpected.Add(1)
+			t.Logf("unexpected error: %v", err)
+		}
+	}
 	c := newProbe()
 	c.onMessage = func(p *probe, from gen.PID, message any) error {
 		handled.Add(1)
@@ -46,16 +54,11 @@ func TestSoak(t *testing.T) {
 			return nil
 		}
 		target := pids[rand.IntN(len(pids))]
-		var err error
 		if rand.IntN(10) == 0 && target != p.PID() {
-			_, err = p.CallWithTimeout(target, "call", 1)
-		} else {
-			err = p.Send(target, ping{Seq: 1})
+			_, err := p.CallWithTimeout(target, "call", 1)
+			check(err)
 		}
-		if err != nil && !errors.Is(err, gen.ErrNoConnection) && !errors.Is(err, gen.ErrProcessTerminated) && !errors.Is(err, gen.ErrTimeout) {
-			unexpected.Add(1)
-			t.Logf("unexpected error: %v", err)
-		}
+		check(p.Send(target, ping{Seq: 1}))
 		return nil
 	}
 	for _, n := range nodes {
@@ -76,11 +79,23 @@ func TestSoak(t *testing.T) {
 		for _, pid := range pids[:10] {
 			_ = nodes[rand.IntN(len(nodes))].Send(pid, ping{})
 		}
-		require.Eventually(t, func() bool { return handled.Load() > before+100 }, wait, time.Millisecond, "traffic stopped")
+		if !assertEventually(t, func() bool { return handled.Load() > before+100 }) {
+			for _, n := range nodes {
+				t.Logf("%s: nodes %v stats %+v", n.Name(), n.Network().Nodes(), n.Network().Stats())
+			}
+			t.Fatalf("traffic stopped at %d handled", handled.Load())
+		}
 	}
+	stopping.Store(true)
 	for _, n := range nodes {
 		n.Stop()
 	}
 	require.Zero(t, unexpected.Load())
 	t.Logf("handled %d messages", handled.Load())
+}
+
+// assertEventually reports whether cond became true within the wait bound.
+func assertEventually(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	return assert.Eventually(t, cond, wait, time.Millisecond)
 }

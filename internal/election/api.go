@@ -97,8 +97,7 @@ func (c *Core) BecomeLeaderFailed(now time.Time, err error) {
 func (c *Core) SendFailed(now time.Time, to gen.Atom, err error) {
 	m := c.view.members[to]
 	if m == nil {
-		c.drop(dropUnknownPeer)
-		return
+		return // a probe or a reply to a non-member: nothing to track
 	}
 	m.sendFailing = true
 	m.lastSendErr = err
@@ -124,12 +123,13 @@ func (c *Core) TransferLeadership(now time.Time, to gen.Atom) error {
 // Votes and quorum are unchanged, so safety is too. When a member is allowed
 // again and knows no live leader, it campaigns after a short random delay.
 func (c *Core) SetCampaign(now time.Time, allowed bool) {
+	c.hostShortcut = true
 	if c.campaignHeld == !allowed {
 		return
 	}
 	c.campaignHeld = !allowed
 	if allowed && c.role == RoleFollower && !c.leaderLive(now) {
-		c.armElectionAfter(now, c.jitter(c.cfg.HeartbeatInterval))
+		c.armElectionAfter(now, c.failoverDelay())
 	}
 }
 

@@ -33,6 +33,11 @@ type Core struct {
 	// campaignHeld: another member on this host holds the same-host cell, so
 	// this one votes and follows but starts no election (SetCampaign).
 	campaignHeld bool
+	// hostShortcut: the shell drives SetCampaign, so one member per host campaigns.
+	hostShortcut bool
+	// campaignTransfer: the running campaign passes leader stickiness (a
+	// handover or a merge), so members joining it are asked the same way.
+	campaignTransfer bool
 	// mergeCampaign: the next campaign passes leader stickiness (as a
 	// handover does) because it resolves two leaders in one term.
 	mergeCampaign bool
@@ -175,7 +180,7 @@ func (c *Core) declare(now time.Time, p gen.ProcessID) (added bool) {
 
 // observe admits the sender of a valid message to the view and refreshes what
 // is known of it: its PID, liveness and evidence.
-func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, started int64, reply, voteReply bool) {
+func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, started int64, reply, answersElection bool) {
 	m := c.view.members[from.Node]
 	added := m == nil
 	if added {
@@ -207,8 +212,9 @@ func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, starte
 		// A member that joins during an election votes in it and raises its
 		// quorum, except the sender of a vote reply: a reply never grows the
 		// quorum of the election it answers.
-		if c.tally != nil && !voteReply {
+		if c.tally != nil && !answersElection {
 			c.tally.Add(from.Node)
+			c.negotiate(now, m)
 		}
 		c.membershipChanged(now)
 	}
@@ -292,9 +298,17 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		c.drop(dropWithdrawn)
 		return
 	}
-	rv, isRequest := msg.(MessageRequestVote)
-	preVoteRequest := isRequest && rv.PreVote
-	if term < c.term && !preVoteRequest {
+	// Pre-vote traffic never moves terms, so a stale term in it is no
+	// reason to ignore it: a probe's answer from a member behind us is how a
+	// leader learns the member answered.
+	preVote := false
+	switch m := msg.(type) {
+	case MessageRequestVote:
+		preVote = m.PreVote
+	case MessageVote:
+		preVote = m.PreVote
+	}
+	if term < c.term && !preVote {
 		// Stale: counted and not applied, but a request is answered with our
 		// term so its sender learns it.
 		c.drop(dropStaleTerm)
@@ -306,8 +320,11 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		}
 		return
 	}
-	_, voteReply := msg.(MessageVote)
-	c.observe(now, from, sender, started, reply, voteReply)
+	// Only a real vote answering the real election running now is held out
+	// of its tally; a pre-vote or a probe's answer admits its sender to it.
+	v, isVote := msg.(MessageVote)
+	answersElection := isVote && !v.PreVote && c.tally != nil && !c.preVoting
+	c.observe(now, from, sender, started, reply, answersElection)
 	if term > c.term && c.adoptsTerm(now, msg) {
 		leader := gen.PID{}
 		if _, ok := msg.(MessageHeartbeat); ok {

@@ -118,6 +118,7 @@ func (c *Core) campaign(now time.Time, transfer bool) {
 	c.changeRole(RoleCandidate)
 	c.electionsStarted++
 	c.rounds++
+	c.campaignTransfer = transfer
 	c.openTally(now, c.requestMsg(c.term, false, transfer))
 }
 
@@ -320,6 +321,14 @@ func (c *Core) onElectionTimeout(now time.Time) {
 		return
 	}
 	if c.cfg.PreVote && !c.skipPreVote {
+		if c.role == RoleCandidate {
+			// A candidate whose round timed out stands down and asks first,
+			// as any would-be candidate does: pre-voting is not a role.
+			c.becomeFollower(now, gen.PID{})
+			if c.role != RoleFollower {
+				return
+			}
+		}
 		c.startPreVote(now)
 	} else {
 		c.campaign(now, c.mergeCampaign)
@@ -383,6 +392,9 @@ func (c *Core) onProbeTick(now time.Time) {
 			c.negotiate(now, m)
 		}
 	}
+	for _, p := range c.absentBootstrap() {
+		c.ready.Messages = append(c.ready.Messages, Outbound{ToName: p, Message: c.requestMsg(c.term, true, false)})
+	}
 	c.armProbe()
 }
 
@@ -406,6 +418,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	noConnection := errors.Is(reason, gen.ErrNoConnection)
 	if noConnection {
 		m.pid = gen.PID{}
+		m.answered = false // no heartbeats by name to a ghost; probes reach it
 		m.unreachableSince = now
 		m.steadySince = time.Time{}
 		c.effect(PeerLeft{PID: pid})
@@ -422,7 +435,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	if wasLeader && c.cfg.FastFailover && (c.role == RoleFollower || c.role == RoleCandidate) {
 		c.leaderHeardAt = time.Time{}
 		c.skipPreVote = !noConnection
-		c.armElectionAfter(now, c.jitter(c.cfg.HeartbeatInterval))
+		c.armElectionAfter(now, c.failoverDelay())
 	}
 }
 
@@ -450,14 +463,20 @@ func (c *Core) join(now time.Time, peer gen.ProcessID) error {
 	return nil
 }
 
-// negotiate opens contact with a newly declared peer without spending a vote:
-// a leader sends a heartbeat, anyone else a pre-vote probe at its own term.
+// negotiate opens contact with a peer without spending a vote: a pre-vote
+// probe at this member's own term, from a leader too, since heartbeats go only
+// to peers that have answered. Its answer admits the peer whatever its term.
+// During an election the peer is asked the election's own question instead,
+// since it now votes in it.
 func (c *Core) negotiate(now time.Time, m *member) {
-	if c.role == RoleLeader {
-		c.send(now, m, c.heartbeatMsg())
-		return
+	switch {
+	case c.tally != nil && c.preVoting:
+		c.send(now, m, c.requestMsg(c.term+1, true, false))
+	case c.tally != nil && !c.awaitingConfirm:
+		c.send(now, m, c.requestMsg(c.term, false, c.campaignTransfer))
+	default:
+		c.send(now, m, c.requestMsg(c.term, true, false))
 	}
-	c.send(now, m, c.requestMsg(c.term, true, false))
 }
 
 func (c *Core) leave(now time.Time, node gen.Atom) error {

@@ -804,3 +804,89 @@ func TestReconfirmDenialEndsLeadership(t *testing.T) {
 	h.c.Reconfirm(h.now, false, nil)
 	assert.Equal(t, uint64(1), h.c.Status(h.now).ConfirmDenied, "a stale answer is ignored")
 }
+
+// A member declared during an election is asked the election's own question,
+// so its answer counts in the tally it was added to.
+func TestJoinDuringAnElectionAsksTheElectionsQuestion(t *testing.T) {
+	t.Run("during a real election", func(t *testing.T) {
+		h := newHarness(t, 2, nil)
+		term := h.campaign()
+		h.take()
+		require.NoError(t, h.c.Join(h.now, procID(nodeName(4))))
+		reqs := messagesOf[MessageRequestVote](h.take())
+		require.Len(t, reqs, 1)
+		req := reqs[0].Message.(MessageRequestVote)
+		assert.Equal(t, term, req.Term)
+		assert.False(t, req.PreVote)
+	})
+	t.Run("during a pre-vote round", func(t *testing.T) {
+		h := newHarness(t, 2, func(c *Config) { c.PreVote = true })
+		h.fire(TimerElection)
+		require.True(t, h.c.Status(h.now).PreVoting)
+		h.take()
+		require.NoError(t, h.c.Join(h.now, procID(nodeName(4))))
+		reqs := messagesOf[MessageRequestVote](h.take())
+		require.Len(t, reqs, 1)
+		req := reqs[0].Message.(MessageRequestVote)
+		assert.Equal(t, h.c.Term()+1, req.Term)
+		assert.True(t, req.PreVote)
+	})
+}
+
+// "Heartbeats go only to peers that have answered": a member whose
+// connection dropped gets none until it answers again.
+func TestGhostsGetNoHeartbeats(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	term := h.lead(2, 3)
+	h.c.PeerDown(h.now, peerPID(3), gen.ErrNoConnection)
+	h.take()
+	h.fire(TimerHeartbeat)
+	for _, out := range messagesOf[MessageHeartbeat](h.take()) {
+		assert.NotEqual(t, nodeName(3), out.ToName.Node, "no heartbeat by name to the ghost")
+		assert.NotEqual(t, nodeName(3), out.To.Node)
+	}
+	assert.Equal(t, term, h.c.Term())
+}
+
+// A leader opens negotiation with a declared peer by a probe, not a heartbeat,
+// and a probe's answer from a member behind its term still admits it.
+func TestLeaderNegotiatesWithAProbeAndAdmitsAnAnswerFromBehind(t *testing.T) {
+	h := newHarness(t, 2, nil)
+	term := h.lead(2, 3)
+	h.take()
+	require.NoError(t, h.c.Join(h.now, procID(nodeName(4))))
+	rd := h.take()
+	assert.Empty(t, messagesOf[MessageHeartbeat](rd))
+	require.Len(t, messagesOf[MessageRequestVote](rd), 1)
+	h.step(4, MessageVote{ClusterID: testCluster, Term: 0, PreVote: true, Voter: procID(nodeName(4))})
+	h.fire(TimerHeartbeat)
+	var to []gen.PID
+	for _, out := range messagesOf[MessageHeartbeat](h.take()) {
+		to = append(to, out.To)
+	}
+	assert.Contains(t, to, peerPID(4), "it answered, so it gets heartbeats at term %d", term)
+}
+
+// Bootstrap is the static list of the cluster: a Bootstrap peer dropped after
+// GhostTTL is still probed, so both sides of a partition longer than GhostTTL
+// find each other again without a discovery loop. A peer withdrawn by Leave is not.
+func TestDroppedBootstrapPeersAreProbedAgain(t *testing.T) {
+	h := newHarness(t, 3, nil)
+	h.step(3, MessageHeartbeatAck{ClusterID: testCluster, Term: 0, Follower: procID(nodeName(3))})
+	h.c.PeerDown(h.now, peerPID(3), gen.ErrNoConnection)
+	h.collect()
+	h.advance(h.c.cfg.GhostTTL)
+	h.fire(TimerGhost)
+	require.Equal(t, 3, h.c.ViewSize(), "the ghost is dropped after GhostTTL")
+	require.NoError(t, h.c.Leave(h.now, nodeName(4)))
+	h.take()
+	h.fire(TimerProbe)
+	var probed []gen.Atom
+	for _, out := range messagesOf[MessageRequestVote](h.take()) {
+		probed = append(probed, out.ToName.Node)
+	}
+	assert.Contains(t, probed, nodeName(3), "the dropped Bootstrap peer is probed by name")
+	assert.NotContains(t, probed, nodeName(4), "a withdrawn one is not")
+	h.step(3, MessageVote{ClusterID: testCluster, Term: 0, PreVote: true, Voter: procID(nodeName(3))})
+	assert.Equal(t, 3, h.c.ViewSize(), "its answer admits it again (self, n2, n3)")
+}

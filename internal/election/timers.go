@@ -1,6 +1,10 @@
 package election
 
-import "time"
+import (
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
 
 // timerState is the current arming of one TimerKind.
 type timerState struct {
@@ -107,7 +111,7 @@ func (c *Core) armGhost(now time.Time) {
 // and cancels it when none does.
 func (c *Core) armProbe() {
 	switch {
-	case !c.view.anyToProbe():
+	case !c.view.anyToProbe() && len(c.absentBootstrap()) == 0:
 		c.disarm(TimerProbe)
 	case !c.timers[TimerProbe].armed:
 		c.arm(TimerProbe, c.probeInterval())
@@ -118,3 +122,33 @@ func (c *Core) armProbe() {
 // ElectionTimeoutMax, far below GhostTTL and cheap for a dead address, since
 // the runtime fails sends fast while it backs off redialling.
 func (c *Core) probeInterval() time.Duration { return c.cfg.ElectionTimeoutMax }
+
+// failoverDelay is the random wait before campaigning after the leader is
+// reported down: below HeartbeatInterval, so that members told at once do not
+// all campaign at once. With the same-host shortcut only one member per host
+// campaigns, so a fifth of it separates hosts well enough.
+func (c *Core) failoverDelay() time.Duration {
+	if c.hostShortcut {
+		return c.jitter(c.cfg.HeartbeatInterval / 5)
+	}
+	return c.jitter(c.cfg.HeartbeatInterval)
+}
+
+// absentBootstrap lists the Bootstrap peers that are not in the view (dropped
+// after GhostTTL, or removed by a real down) and not withdrawn by Leave. They
+// keep being probed: Bootstrap is the static list of the cluster, so after a
+// partition longer than GhostTTL both sides find each other again without a
+// discovery loop.
+func (c *Core) absentBootstrap() []gen.ProcessID {
+	var out []gen.ProcessID
+	for _, p := range c.cfg.Bootstrap {
+		if p.Node == c.cfg.Self.Node || c.view.members[p.Node] != nil {
+			continue
+		}
+		if _, withdrawn := c.view.withdrawn[p.Node]; withdrawn {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -124,6 +124,9 @@ func (v *view) nextGhostExpiry(ttl time.Duration) (time.Time, bool) {
 
 // reached reports whether m counts, under rule e, as reached within window.
 func (m *member) reached(e Evidence, now time.Time, window time.Duration) bool {
+	if !m.unreachableSince.IsZero() {
+		return false // its connection dropped: nothing sent since reached it
+	}
 	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) < window }
 	if e == EvidenceReplies {
 		return recent(m.lastReply)
