@@ -34,6 +34,9 @@ type Actor struct {
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage.
 	monitored map[gen.PID]struct{}
+	// demonitored holds election PIDs demonitored lately, whose down may
+	// already be queued; such a down is swallowed, not handed to the user.
+	demonitored map[gen.PID]struct{}
 	// flushing is true while Ready is being handled, so that API calls made
 	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
 	// for the running loop instead of re-entering it.
@@ -69,6 +72,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.mailbox = process.Mailbox()
 	a.timers = make(map[election.TimerKind]gen.CancelFunc)
 	a.monitored = make(map[gen.PID]struct{})
+	a.demonitored = make(map[gen.PID]struct{})
 	a.subscribers = make(map[gen.PID]struct{})
 
 	options, err := b.Init(args...)
@@ -87,6 +91,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	for _, w := range warnings {
 		a.Log().Warning("leader: %s", w)
+	}
+	if options.MinClusterSize == 0 {
+		a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", minSize)
 	}
 	var seed [16]byte
 	if _, err := crand.Read(seed[:]); err != nil {
@@ -121,9 +128,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.core = core
 	a.options = options
-	if options.ConfirmInterval > 0 {
-		a.armReconfirm()
-	}
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, timings.heartbeat); err != nil {
 			return err
@@ -131,7 +135,15 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.onSameHostTick(time.Now())
 	}
 	a.flush()
-	return a.takeFatal()
+	if err := a.takeFatal(); err != nil {
+		if a.sameHost != nil {
+			if rerr := a.sameHost.release(); rerr != nil {
+				a.Log().Warning("leader: releasing the same-host cell: %v", rerr)
+			}
+		}
+		return err
+	}
+	return nil
 }
 
 // checkRegistered fails when the election's wire types are not registered on
@@ -177,6 +189,9 @@ func (a *Actor) ProcessTerminate(reason error) {
 	if a.core != nil && a.core.IsLeader() && (errors.Is(reason, gen.TerminateReasonNormal) || errors.Is(reason, gen.TerminateReasonShutdown)) {
 		if err := a.core.StepDown(time.Now()); err == nil {
 			a.flush()
+			if err := a.takeFatal(); err != nil {
+				a.Log().Error("leader: handing leadership over while terminating: %v", err)
+			}
 		}
 	}
 	for _, cancel := range a.timers {
@@ -196,10 +211,11 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 		return a.handleCall(m)
 	case gen.MailboxMessageTypeExit:
 		reason := exitReason(m.Message)
-		if errors.Is(reason, gen.TerminateReasonKill) || !a.TrapExit() {
+		fromParent := m.From != (gen.PID{}) && m.From == a.Parent()
+		if errors.Is(reason, gen.TerminateReasonKill) || !a.TrapExit() || fromParent {
 			return reason
 		}
-		return a.behavior.HandleMessage(m.From, m.Message)
+		return a.userMessage(m)
 	case gen.MailboxMessageTypeInspect:
 		items, _ := m.Message.([]string)
 		if err := a.SendResponse(m.From, m.Ref, a.inspect(m.From, items)); err != nil {
@@ -208,23 +224,24 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 		return nil
 	}
 	now := time.Now()
+	self := m.From == a.PID()
 	switch msg := m.Message.(type) {
 	case electionTimer:
-		if m.From != a.PID() {
-			return a.behavior.HandleMessage(m.From, m.Message)
+		if !self {
+			return a.userMessage(m)
 		}
 		a.core.Tick(now, msg.timer)
 	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
 		election.MessageHeartbeatAck, election.MessageTimeoutNow:
 		a.core.Step(now, m.From, msg)
 	case reconfirmTick:
-		if m.From != a.PID() || a.options.ConfirmInterval <= 0 {
-			return a.behavior.HandleMessage(m.From, m.Message)
+		if !self || a.options.ConfirmInterval <= 0 {
+			return a.userMessage(m)
 		}
-		a.reconfirm(now)
+		a.reconfirm()
 	case sameHostTick:
-		if m.From != a.PID() || a.sameHost == nil {
-			return a.behavior.HandleMessage(m.From, m.Message)
+		if !self || a.sameHost == nil {
+			return a.userMessage(m)
 		}
 		a.onSameHostTick(now)
 	case MessageSubscribe:
@@ -232,19 +249,47 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	case MessageUnsubscribe:
 		a.unsubscribe(msg.Subscriber)
 	case gen.MessageDownPID:
-		if _, sub := a.subscribers[msg.PID]; sub {
-			delete(a.subscribers, msg.PID)
+		if !a.electionDown(now, msg) {
+			return a.userMessage(m)
 		}
-		if _, ours := a.monitored[msg.PID]; !ours {
-			return a.behavior.HandleMessage(m.From, m.Message)
-		}
-		delete(a.monitored, msg.PID)
-		a.core.PeerDown(now, msg.PID, msg.Reason)
 	default:
-		return a.behavior.HandleMessage(m.From, m.Message)
+		return a.userMessage(m)
 	}
 	a.flush()
 	return a.takeFatal()
+}
+
+// userMessage hands a message to HandleMessage. A callback the user's code
+// set off from there (a Join whose flush ran HandleBecomeFollower, say) may
+// have failed; that error ends the actor too.
+func (a *Actor) userMessage(m *gen.MailboxMessage) error {
+	if err := a.behavior.HandleMessage(m.From, m.Message); err != nil {
+		return err
+	}
+	return a.takeFatal()
+}
+
+// electionDown routes a down message that belongs to the election (a
+// member's or a subscriber's) and reports whether it did.
+func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
+	_, subscriber := a.subscribers[msg.PID]
+	delete(a.subscribers, msg.PID)
+	if _, gone := a.demonitored[msg.PID]; gone {
+		// A down already queued when the election demonitored the PID.
+		delete(a.demonitored, msg.PID)
+		return true
+	}
+	if _, member := a.monitored[msg.PID]; !member {
+		return subscriber
+	}
+	delete(a.monitored, msg.PID)
+	a.core.PeerDown(now, msg.PID, msg.Reason)
+	if a.sameHost != nil {
+		// The member that went down may have held the host's cell: claim it
+		// now rather than at the next tick.
+		a.core.SetCampaign(now, a.sameHost.tick())
+	}
+	return true
 }
 
 func (a *Actor) handleCall(m *gen.MailboxMessage) error {
@@ -318,7 +363,7 @@ func (a *Actor) HandleConfirmLeader() (bool, error) { return true, nil }
 // HandleBecomeLeader logs a warning: winning leadership and doing nothing
 // with it is almost always a missing implementation.
 func (a *Actor) HandleBecomeLeader() error {
-	a.Log().Warning("leader: became leader of cluster %q at term %d, but HandleBecomeLeader is not implemented", a.core.Status(time.Now()).ClusterID, a.core.Term())
+	a.Log().Warning("leader: became leader of cluster %q at term %d, but HandleBecomeLeader is not implemented", a.options.ClusterID, a.core.Term())
 	return nil
 }
 

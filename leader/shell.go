@@ -76,10 +76,13 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 		if err != nil {
 			a.Log().Warning("leader: HandleConfirmLeader failed at term %d, withholding leadership: %v", e.Term, err)
 		}
-		a.core.ConfirmResult(now, e.Term, granted, err)
+		a.core.ConfirmResult(time.Now(), e.Term, granted, err)
 	case election.BecomeLeader:
+		if a.options.ConfirmInterval > 0 {
+			a.armReconfirm()
+		}
 		if err := a.behavior.HandleBecomeLeader(); err != nil {
-			a.core.BecomeLeaderFailed(now, err)
+			a.core.BecomeLeaderFailed(time.Now(), err)
 			a.Log().Error("leader: HandleBecomeLeader refused leadership at term %d: %v", e.Term, err)
 			return err
 		}
@@ -94,6 +97,10 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 	case election.Demonitor:
 		if _, ok := a.monitored[e.PID]; ok {
 			delete(a.monitored, e.PID)
+			if len(a.demonitored) > maxDemonitored {
+				clear(a.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
+			}
+			a.demonitored[e.PID] = struct{}{}
 			if err := a.Demonitor(e.PID); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
 				a.Log().Warning("leader: demonitoring %s: %v", e.PID, err)
 			}
@@ -150,9 +157,8 @@ func (a *Actor) armReconfirm() {
 }
 
 // reconfirm consults HandleConfirmLeader again while leading; a denial ends
-// the leadership.
-func (a *Actor) reconfirm(now time.Time) {
-	a.armReconfirm()
+// the leadership. The timer runs only while this actor leads.
+func (a *Actor) reconfirm() {
 	if !a.core.IsLeader() {
 		return
 	}
@@ -160,5 +166,11 @@ func (a *Actor) reconfirm(now time.Time) {
 	if err != nil || !granted {
 		a.Log().Warning("leader: HandleConfirmLeader denied leadership at term %d mid-term (%v); stepping down", a.core.Term(), err)
 	}
-	a.core.Reconfirm(now, granted, err)
+	a.core.Reconfirm(time.Now(), granted, err)
+	if a.core.IsLeader() {
+		a.armReconfirm()
+	}
 }
+
+// maxDemonitored bounds the set of demonitored PIDs whose downs are swallowed.
+const maxDemonitored = 1024

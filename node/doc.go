@@ -22,11 +22,16 @@
 //  4. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
 //     when the target is known to be gone, and returns
 //     gen.ErrProcessTerminated when it terminates before answering.
-//  5. Stop waits for every running callback to return; a callback that never
+//  5. A remote Monitor or Link returns without waiting for the target's node:
+//     an unknown remote target is reported by a Down (or exit signal) with
+//     gen.ErrProcessUnknown. To be sure the watch is in place before acting
+//     on the target from elsewhere, make any request to that node first
+//     (frames on one connection are handled in order).
+//  6. Stop waits for every running callback to return; a callback that never
 //     returns keeps Stop waiting (use StopForce then). Kill and Stop cut short
 //     a Call the process is waiting in; other blocking code is not
 //     interrupted.
-//  6. Messages between two nodes keep their order, except across the moment
+//  7. Messages between two nodes keep their order, except across the moment
 //     when both nodes dialled each other at once and one of the two
 //     connections is retired (nothing is lost then, but the two streams may
 //     interleave).

@@ -1,0 +1,355 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/cluster/internal/proxy"
+	"github.com/regent-go/regent/testing/history"
+)
+
+// Cluster is a running test cluster: Size members over real TCP on
+// loopback, every member-to-member connection through a fault-injecting
+// proxy. Operations (faults, Kill, Stop, Restart, Join, Leave, Close) are
+// serialised; queries may run concurrently with them.
+type Cluster struct {
+	cfg   Config
+	start time.Time
+	sw    *proxy.Switch
+	hist  *history.History
+	// byNode maps node names to member indexes; written only by Start.
+	byNode map[gen.Atom]int
+	// procs is the OS-process machinery; nil in in-process mode.
+	procs *processes
+
+	// ops serialises operations, so that a fault and its history event are
+	// one step.
+	ops sync.Mutex
+
+	// mu guards the mutable fields of members, and oneWay, noisy and closed.
+	mu      sync.Mutex
+	members []*member
+	// oneWay: a one-way cut stands, which the history cannot express.
+	oneWay bool
+	// noisy: loss or delay is set.
+	noisy  bool
+	closed bool
+}
+
+// member is one member slot; its node name and routes stay the same across lives.
+type member struct {
+	index  int
+	name   gen.Atom
+	routes map[gen.Atom]string // immutable after Start
+
+	life  int
+	alive bool
+	// over is set when the current life is killed or stopped: an in-process
+	// node's abandoned callbacks may still report transitions after
+	// StopForce, which a dead process could not, so the recorder drops them.
+	over *atomic.Bool
+	node gen.Node   // in-process mode
+	proc *osProcess // OS-process mode
+	pid  gen.PID
+}
+
+// Start starts cfg.Size members and returns once each has spawned its
+// leader actor (not once a leader is elected: use WaitLeader). With t
+// non-nil, Close runs at the test's cleanup.
+func Start(t testing.TB, cfg Config) (*Cluster, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg:    cfg,
+		start:  time.Now(),
+		sw:     proxy.New(cfg.Size, cfg.Seed),
+		hist:   history.New(),
+		byNode: map[gen.Atom]int{},
+	}
+	for i := 0; i < cfg.Size; i++ {
+		m := &member{index: i, name: cfg.nodeName(i), routes: map[gen.Atom]string{}}
+		c.byNode[m.name] = i
+		c.members = append(c.members, m)
+		for j := 0; j < cfg.Size; j++ {
+			if j == i {
+				continue
+			}
+			addr, err := c.sw.Listen(i, j)
+			if err != nil {
+				c.sw.Close()
+				return nil, fmt.Errorf("cluster: %w", err)
+			}
+			m.routes[cfg.nodeName(j)] = addr
+		}
+	}
+	if cfg.Processes {
+		if c.procs, err = startProcesses(c); err != nil {
+			c.sw.Close()
+			return nil, err
+		}
+	}
+	for i := range c.members {
+		if err := c.launch(i); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
+	if t != nil {
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("cluster: close: %v", err)
+			}
+		})
+	}
+	return c, nil
+}
+
+// Close stops every member and the proxies and waits for their goroutines
+// (and processes). It is idempotent.
+func (c *Cluster) Close() error {
+	c.ops.Lock()
+	defer c.ops.Unlock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	// Cut the network first, so that stopping nodes fail their remote
+	// notices fast instead of waiting on peers.
+	c.sw.Close()
+	var errs []error
+	for i, m := range c.members {
+		if c.alive(i) {
+			errs = append(errs, c.halt(m, false)) // graceful: it waits for every callback
+		}
+	}
+	if c.procs != nil {
+		errs = append(errs, c.procs.close())
+	}
+	c.hist.Finish(c.now())
+	return errors.Join(errs...)
+}
+
+// now is the time since Start, the history's clock.
+func (c *Cluster) now() time.Duration { return time.Since(c.start) }
+
+// memberOptions are member i's options for one life: the user's base
+// options, Bootstrap filled in, and the history recorder chained after the
+// user's OnTransition.
+func (c *Cluster) memberOptions(i, life int, over *atomic.Bool) leader.Options {
+	o := c.cfg.Options(i)
+	if o.Bootstrap == nil {
+		for j := 0; j < c.cfg.Size; j++ {
+			if j != i {
+				o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: c.cfg.Name, Node: c.cfg.nodeName(j)})
+			}
+		}
+	}
+	user, label := o.OnTransition, c.cfg.label(i)
+	o.OnTransition = func(tr leader.Transition) {
+		if user != nil {
+			user(tr)
+		}
+		if over.Load() {
+			return
+		}
+		c.hist.Append(history.Event{
+			At: tr.At.Sub(c.start), Kind: history.KindState, Member: label, Life: life,
+			Role: tr.Role, Term: tr.Term, Leader: c.labelOf(tr.Leader.Node),
+			ViewSize: tr.ViewSize, Quorum: tr.Quorum, MinClusterSize: tr.MinClusterSize, VotesGranted: tr.VotesGranted,
+		})
+	}
+	return o
+}
+
+// labelOf names a node as the history does: a member's label, or the node
+// name itself for a node outside the cluster; empty for none.
+func (c *Cluster) labelOf(n gen.Atom) string {
+	if i, ok := c.byNode[n]; ok {
+		return c.cfg.label(i)
+	}
+	return string(n)
+}
+
+// launch starts member i's next life.
+func (c *Cluster) launch(i int) error {
+	m := c.members[i]
+	c.mu.Lock()
+	life := m.life + 1
+	c.mu.Unlock()
+	over := new(atomic.Bool)
+	opts := c.memberOptions(i, life, over)
+	var (
+		n    gen.Node
+		proc *osProcess
+		pid  gen.PID
+		err  error
+	)
+	if c.procs != nil {
+		proc, pid, err = c.procs.launch(m, opts)
+	} else {
+		n, pid, err = c.launchInProcess(m, opts, life)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: starting member %d (%s), life %d: %w", i, m.name, life, err)
+	}
+	c.mu.Lock()
+	m.life, m.alive, m.node, m.proc, m.pid, m.over = life, true, n, proc, pid, over
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Cluster) launchInProcess(m *member, opts leader.Options, life int) (gen.Node, gen.PID, error) {
+	n, err := node.Start(m.name, gen.NodeOptions{
+		Network: c.cfg.networkOptions(maps.Clone(m.routes)),
+		Log:     gen.LogOptions{Level: c.cfg.LogLevel},
+	})
+	if err != nil {
+		return nil, gen.PID{}, err
+	}
+	fail := func(err error) (gen.Node, gen.PID, error) {
+		n.StopForce()
+		return nil, gen.PID{}, err
+	}
+	if err := n.Network().RegisterTypes(append(leader.NetworkTypes(), c.cfg.Types...)); err != nil {
+		return fail(fmt.Errorf("registering types: %w", err))
+	}
+	if err := c.sw.SetTarget(m.index, n.Network().AcceptorAddress()); err != nil {
+		return fail(err)
+	}
+	spec := Member{Index: m.index, Node: m.name, Life: life, Options: opts}
+	pid, err := n.SpawnRegister(c.cfg.Name, func() gen.ProcessBehavior { return c.cfg.Factory(spec) }, gen.ProcessOptions{})
+	if err != nil {
+		return fail(fmt.Errorf("spawning %s: %w", c.cfg.Name, err))
+	}
+	return n, pid, nil
+}
+
+// halt ends member m's life: abruptly (connections cut, SIGKILL) or gracefully.
+func (c *Cluster) halt(m *member, abrupt bool) error {
+	c.mu.Lock()
+	n, proc := m.node, m.proc
+	m.alive, m.node, m.proc = false, nil, nil
+	m.over.Store(true)
+	c.mu.Unlock()
+	switch {
+	case proc != nil:
+		return proc.halt(abrupt)
+	case abrupt:
+		n.StopForce()
+		n.Wait()
+	default:
+		n.Stop()
+	}
+	return nil
+}
+
+// member returns member i, checking the index and that the cluster is open.
+func (c *Cluster) member(i int) (*member, error) {
+	if i < 0 || i >= len(c.members) {
+		return nil, fmt.Errorf("cluster: member %d out of range [0,%d): %w", i, len(c.members), gen.ErrIncorrect)
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("cluster: closed: %w", gen.ErrNotAllowed)
+	}
+	return c.members[i], nil
+}
+
+// lifecycle runs one lifecycle operation on member i, which must be alive
+// (or, for a restart, down), and records kind in the history.
+func (c *Cluster) lifecycle(i int, kind history.Kind, wantAlive bool, op func(m *member) error) error {
+	c.ops.Lock()
+	defer c.ops.Unlock()
+	m, err := c.member(i)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	alive, life, over := m.alive, m.life, m.over
+	c.mu.Unlock()
+	if alive != wantAlive {
+		return fmt.Errorf("cluster: %s member %d: it is %s: %w", kind, i, map[bool]string{true: "running", false: "down"}[alive], gen.ErrNotAllowed)
+	}
+	if kind == history.KindRestart {
+		life++
+	} else {
+		over.Store(true) // nothing this life reports from now on is recorded
+	}
+	c.hist.Append(history.Event{At: c.now(), Kind: kind, Member: c.cfg.label(i), Life: life})
+	return op(m)
+}
+
+// Kill ends member i abruptly: its node stops at once (in-process, every
+// connection is cut) or its process gets SIGKILL. Peers see a lost connection.
+func (c *Cluster) Kill(i int) error {
+	return c.lifecycle(i, history.KindCrash, true, func(m *member) error { return c.halt(m, true) })
+}
+
+// Stop ends member i gracefully: its actor terminates with a real reason,
+// which peers see, so they drop it from their views at once.
+func (c *Cluster) Stop(i int) error {
+	return c.lifecycle(i, history.KindStop, true, func(m *member) error { return c.halt(m, false) })
+}
+
+// Restart starts a killed or stopped member i again: the same node name, a
+// new Creation and acceptor port, fresh election state (a new Life).
+func (c *Cluster) Restart(i int) error {
+	return c.lifecycle(i, history.KindRestart, false, func(m *member) error { return c.launch(m.index) })
+}
+
+// Join makes member i declare member j as a peer (leader.JoinPeer).
+// In-process mode only.
+func (c *Cluster) Join(i, j int) error {
+	return c.control(i, j, "join", func(n gen.Node, pid gen.PID, peer gen.Atom) error {
+		return leader.JoinPeer(n, pid, gen.ProcessID{Name: c.cfg.Name, Node: peer})
+	})
+}
+
+// Leave makes member i withdraw member j from its view (leader.LeavePeer).
+// In-process mode only.
+func (c *Cluster) Leave(i, j int) error {
+	return c.control(i, j, "leave", func(n gen.Node, pid gen.PID, peer gen.Atom) error {
+		return leader.LeavePeer(n, pid, peer)
+	})
+}
+
+func (c *Cluster) control(i, j int, what string, op func(gen.Node, gen.PID, gen.Atom) error) error {
+	c.ops.Lock()
+	defer c.ops.Unlock()
+	m, err := c.member(i)
+	if err != nil {
+		return err
+	}
+	peer, err := c.member(j)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	n, pid, alive := m.node, m.pid, m.alive
+	c.mu.Unlock()
+	switch {
+	case c.procs != nil:
+		return fmt.Errorf("cluster: %s in OS-process mode: %w", what, gen.ErrUnsupported)
+	case !alive:
+		return fmt.Errorf("cluster: %s: member %d is down: %w", what, i, gen.ErrNotAllowed)
+	}
+	if err := op(n, pid, peer.name); err != nil {
+		return fmt.Errorf("cluster: %s: member %d, peer %d: %w", what, i, j, err)
+	}
+	c.hist.Append(history.Event{At: c.now(), Kind: history.KindNote, Member: c.cfg.label(i), Note: what + " " + c.cfg.label(j)})
+	return nil
+}

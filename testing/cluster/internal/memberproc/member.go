@@ -1,0 +1,132 @@
+package memberproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/node"
+)
+
+// EnvSpec is the environment variable that carries the JSON Spec.
+const EnvSpec = "REGENT_MEMBER"
+
+// Spec is everything a member process needs to know.
+type Spec struct {
+	Name             gen.Atom
+	Register         gen.Atom
+	Cookie           string
+	Routes           map[gen.Atom]string
+	KeepAlivePeriod  time.Duration
+	KeepAliveTimeout time.Duration
+	HandshakeTimeout time.Duration
+	BackoffMin       time.Duration
+	BackoffMax       time.Duration
+	LogLevel         gen.LogLevel
+	Options          Options
+}
+
+// Options mirrors leader.Options without OnTransition, so it encodes as JSON.
+type Options struct {
+	ClusterID           string
+	MinClusterSize      int
+	Bootstrap           []gen.ProcessID
+	ElectionTimeoutMin  int
+	ElectionTimeoutMax  int
+	HeartbeatInterval   int
+	GhostTTL            int
+	DisablePreVote      bool
+	Evidence            leader.Evidence
+	DisableFastFailover bool
+}
+
+// FromLeader copies o, dropping OnTransition.
+func FromLeader(o leader.Options) Options {
+	return Options{
+		ClusterID: o.ClusterID, MinClusterSize: o.MinClusterSize, Bootstrap: o.Bootstrap,
+		ElectionTimeoutMin: o.ElectionTimeoutMin, ElectionTimeoutMax: o.ElectionTimeoutMax,
+		HeartbeatInterval: o.HeartbeatInterval, GhostTTL: o.GhostTTL, DisablePreVote: o.DisablePreVote,
+		Evidence: o.Evidence, DisableFastFailover: o.DisableFastFailover,
+	}
+}
+
+// Leader returns the leader.Options o describes.
+func (o Options) Leader() leader.Options {
+	return leader.Options{
+		ClusterID: o.ClusterID, MinClusterSize: o.MinClusterSize, Bootstrap: o.Bootstrap,
+		ElectionTimeoutMin: o.ElectionTimeoutMin, ElectionTimeoutMax: o.ElectionTimeoutMax,
+		HeartbeatInterval: o.HeartbeatInterval, GhostTTL: o.GhostTTL, DisablePreVote: o.DisablePreVote,
+		Evidence: o.Evidence, DisableFastFailover: o.DisableFastFailover,
+	}
+}
+
+// Encode returns s as the value of EnvSpec.
+func (s Spec) Encode() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("memberproc: encoding spec: %w", err)
+	}
+	return string(b), nil
+}
+
+// Decode parses the value of EnvSpec.
+func Decode(v string) (Spec, error) {
+	var s Spec
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return s, fmt.Errorf("memberproc: decoding spec %q: %v: %w", v, err, gen.ErrMalformed)
+	}
+	return s, nil
+}
+
+type plain struct {
+	leader.Actor
+	opts leader.Options
+}
+
+func (p *plain) Init(args ...any) (leader.Options, error) { return p.opts, nil }
+
+// Run starts the member described by s, reports READY on out, and serves
+// until stop (graceful) or abort (abrupt) is closed.
+func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
+	n, err := node.Start(s.Name, gen.NodeOptions{
+		Network: gen.NetworkOptions{
+			Cookie:              s.Cookie,
+			Acceptor:            gen.AcceptorOptions{Host: "127.0.0.1"},
+			Routes:              s.Routes,
+			KeepAlivePeriod:     s.KeepAlivePeriod,
+			KeepAliveTimeout:    s.KeepAliveTimeout,
+			HandshakeTimeout:    s.HandshakeTimeout,
+			ReconnectBackoffMin: s.BackoffMin,
+			ReconnectBackoffMax: s.BackoffMax,
+		},
+		Log: gen.LogOptions{Level: s.LogLevel},
+	})
+	if err != nil {
+		return fmt.Errorf("memberproc: starting node %s: %w", s.Name, err)
+	}
+	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+		n.StopForce()
+		return fmt.Errorf("memberproc: registering types: %w", err)
+	}
+	opts := s.Options.Leader()
+	pid, err := n.SpawnRegister(s.Register, func() gen.ProcessBehavior { return &plain{opts: opts} }, gen.ProcessOptions{})
+	if err != nil {
+		n.StopForce()
+		return fmt.Errorf("memberproc: spawning %s: %w", s.Register, err)
+	}
+	if _, err := fmt.Fprintf(out, "READY %d %d %s\n", pid.ID, pid.Creation, n.Network().AcceptorAddress()); err != nil {
+		n.StopForce()
+		return fmt.Errorf("memberproc: reporting ready: %w", err)
+	}
+	select {
+	case <-stop:
+		n.Stop()
+	case <-abort:
+		n.StopForce()
+		n.Wait()
+	}
+	return nil
+}
