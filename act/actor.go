@@ -33,7 +33,6 @@ type Actor struct {
 	gen.Process
 
 	behavior ActorBehavior
-	mailbox  gen.ProcessMailbox
 }
 
 // ProcessInit binds the actor to its process and calls Init. It fails with
@@ -45,7 +44,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.Process = process
 	a.behavior = b
-	a.mailbox = process.Mailbox()
 	return b.Init(args...)
 }
 
@@ -53,20 +51,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 // is empty (nil) or a callback asks to terminate (the reason).
 func (a *Actor) ProcessRun() error {
 	for {
-		item, ok := a.mailbox.Urgent.Pop()
-		if !ok {
-			item, ok = a.mailbox.System.Pop()
-		}
-		if !ok {
-			item, ok = a.mailbox.Main.Pop()
-		}
+		m, ok := Next(a)
 		if !ok {
 			return nil
-		}
-		m, isMessage := item.(*gen.MailboxMessage)
-		if !isMessage {
-			a.Log().Error("act: dropped a mailbox item of type %T", item)
-			continue
 		}
 		if err := a.handle(m); err != nil {
 			return err
@@ -82,70 +69,19 @@ func (a *Actor) ProcessTerminate(reason error) {
 func (a *Actor) handle(m *gen.MailboxMessage) error {
 	switch m.Type {
 	case gen.MailboxMessageTypeRequest:
-		return a.handleCall(m)
+		result, err := a.behavior.HandleCall(m.From, m.Ref, m.Message)
+		return Answer(a, m, result, err)
 	case gen.MailboxMessageTypeExit:
-		// An exit from the parent is never trapped: a child does not outlive
-		// the parent that tells it to stop.
-		fromParent := m.From != (gen.PID{}) && m.From == a.Parent()
-		if !a.TrapExit() || fromParent {
-			return exitReason(m.Message)
+		if reason := ExitReason(a, m); reason != nil {
+			return reason
 		}
 		return a.behavior.HandleMessage(m.From, m.Message)
 	case gen.MailboxMessageTypeInspect:
-		items, _ := m.Message.([]string)
-		result := a.behavior.HandleInspect(m.From, items...)
-		if result == nil {
-			result = map[string]string{}
-		}
-		a.respond(m, result)
+		AnswerInspect(a, m, a.behavior.HandleInspect(m.From, InspectItems(m)...))
 		return nil
 	default:
 		return a.behavior.HandleMessage(m.From, m.Message)
 	}
-}
-
-// handleCall runs HandleCall and answers; it returns a terminate reason the
-// callback returned (the runtime then answers the caller with
-// gen.ErrProcessTerminated).
-func (a *Actor) handleCall(m *gen.MailboxMessage) error {
-	result, err := a.behavior.HandleCall(m.From, m.Ref, m.Message)
-	switch {
-	case err != nil && gen.IsTerminateReason(err):
-		return err
-	case err != nil:
-		if e := a.SendResponseError(m.From, m.Ref, err); e != nil {
-			a.Log().Error("act: answering %s with an error: %v", m.From, e)
-		}
-	case result != nil:
-		a.respond(m, result)
-	}
-	return nil
-}
-
-// respond sends result to a waiting caller; when the result cannot be sent
-// (for example an unregistered type for a remote caller) the caller gets
-// that error instead of waiting out its timeout.
-func (a *Actor) respond(m *gen.MailboxMessage, result any) {
-	err := a.SendResponse(m.From, m.Ref, result)
-	if err == nil {
-		return
-	}
-	a.Log().Error("act: answering %s: %v", m.From, err)
-	if e := a.SendResponseError(m.From, m.Ref, err); e != nil {
-		a.Log().Error("act: answering %s with an error: %v", m.From, e)
-	}
-}
-
-func exitReason(message any) error {
-	switch e := message.(type) {
-	case gen.MessageExitPID:
-		return e.Reason
-	case gen.MessageExitProcessID:
-		return e.Reason
-	case gen.MessageExitNode:
-		return gen.ErrNoConnection
-	}
-	return fmt.Errorf("act: exit signal carrying %T: %w", message, gen.ErrMalformed)
 }
 
 // Init does nothing; override it to set the actor up.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/election"
 )
@@ -24,7 +25,6 @@ type Actor struct {
 	gen.Process
 
 	behavior ActorBehavior
-	mailbox  gen.ProcessMailbox
 	core     *election.Core
 	options  Options
 
@@ -69,7 +69,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.Process = process
 	a.behavior = b
-	a.mailbox = process.Mailbox()
 	a.timers = make(map[election.TimerKind]gen.CancelFunc)
 	a.monitored = make(map[gen.PID]struct{})
 	a.demonitored = make(map[gen.PID]struct{})
@@ -162,20 +161,9 @@ func checkRegistered(network gen.Network) error {
 // empty (nil) or the actor must terminate (the reason).
 func (a *Actor) ProcessRun() error {
 	for {
-		item, ok := a.mailbox.Urgent.Pop()
-		if !ok {
-			item, ok = a.mailbox.System.Pop()
-		}
-		if !ok {
-			item, ok = a.mailbox.Main.Pop()
-		}
+		m, ok := act.Next(a)
 		if !ok {
 			return nil
-		}
-		m, isMessage := item.(*gen.MailboxMessage)
-		if !isMessage {
-			a.Log().Error("leader: dropped a mailbox item of type %T", item)
-			continue
 		}
 		if err := a.handle(m); err != nil {
 			return err
@@ -210,17 +198,12 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	case gen.MailboxMessageTypeRequest:
 		return a.handleCall(m)
 	case gen.MailboxMessageTypeExit:
-		reason := exitReason(m.Message)
-		fromParent := m.From != (gen.PID{}) && m.From == a.Parent()
-		if errors.Is(reason, gen.TerminateReasonKill) || !a.TrapExit() || fromParent {
+		if reason := act.ExitReason(a, m); reason != nil {
 			return reason
 		}
 		return a.userMessage(m)
 	case gen.MailboxMessageTypeInspect:
-		items, _ := m.Message.([]string)
-		if err := a.SendResponse(m.From, m.Ref, a.inspect(m.From, items)); err != nil {
-			a.Log().Error("leader: answering inspection of %s: %v", m.From, err)
-		}
+		act.AnswerInspect(a, m, a.inspect(m.From, act.InspectItems(m)))
 		return nil
 	}
 	now := time.Now()
@@ -300,34 +283,10 @@ func (a *Actor) handleCall(m *gen.MailboxMessage) error {
 	} else {
 		result, err = a.behavior.HandleCall(m.From, m.Ref, m.Message)
 	}
-	switch {
-	case err != nil && gen.IsTerminateReason(err):
-		return err
-	case err != nil:
-		if e := a.SendResponseError(m.From, m.Ref, err); e != nil {
-			a.Log().Error("leader: answering %s with an error: %v", m.From, e)
-		}
-	case result != nil:
-		if e := a.SendResponse(m.From, m.Ref, result); e != nil {
-			a.Log().Error("leader: answering %s: %v", m.From, e)
-			if e2 := a.SendResponseError(m.From, m.Ref, e); e2 != nil {
-				a.Log().Error("leader: answering %s with an error: %v", m.From, e2)
-			}
-		}
+	if reason := act.Answer(a, m, result, err); reason != nil {
+		return reason
 	}
 	return a.takeFatal()
-}
-
-func exitReason(message any) error {
-	switch e := message.(type) {
-	case gen.MessageExitPID:
-		return e.Reason
-	case gen.MessageExitProcessID:
-		return e.Reason
-	case gen.MessageExitNode:
-		return gen.ErrNoConnection
-	}
-	return fmt.Errorf("leader: exit signal carrying %T: %w", message, gen.ErrMalformed)
 }
 
 // takeFatal returns and clears the error a callback returned during flush.
