@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -294,6 +295,12 @@ func (b *benchRun) failover(ctx context.Context) (time.Duration, uint64, error) 
 		return 0, 0, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.leader, gen.ErrProcessUnknown)
 	}
 	before := b.c.counter("ergo:elections_started", victim)
+	// Strike at a random phase of the heartbeat cycle, well after the last
+	// election settled: the agreement is seen just as followers take the new
+	// leader's first heartbeat, and a fault at that instant would make every
+	// follower's last heartbeat brand new, which no real failure does.
+	hb := time.Duration(b.cfg.hb) * time.Millisecond
+	time.Sleep(time.Duration(b.cfg.eMax)*time.Millisecond + rand.N(hb))
 	t0 := time.Now()
 	switch b.name {
 	case "node-kill", "node-kill-nofast":
