@@ -21,8 +21,10 @@
 //     handler (not from Init) for peers your discovery finds, re-run on a
 //     timer, and Leave for peers your discovery stops listing.
 //  5. Start leader-only work in HandleBecomeLeader and stop it in
-//     HandleBecomeFollower, which runs on every transition into follower and
-//     is the only place leadership ends. Make it idempotent.
+//     HandleBecomeFollower, which runs on every transition into follower
+//     (with a zero PID when no leader is known); make it idempotent. An actor
+//     that dies (an error, Kill, its node stopping) gets Terminate instead,
+//     so stop the work there too.
 //  6. Call the Actor's methods only from the actor's own callbacks; from
 //     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo,
 //     Members, InspectCluster and MessageSubscribe.

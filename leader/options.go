@@ -23,8 +23,8 @@ type Evidence int
 
 const (
 	// EvidenceReplies (the default) counts a peer as reached only when a reply
-	// from it (a heartbeat acknowledgement or any protocol message) arrived
-	// within the window, so a half-open link cannot keep a stale leader.
+	// from it (a heartbeat acknowledgement or a vote answer) arrived within the
+	// window, so a half-open link cannot keep a stale leader.
 	EvidenceReplies Evidence = iota
 	// EvidenceContact is the leader document's rule: an accepted send or any
 	// inbound protocol message within one election timeout.
@@ -51,8 +51,7 @@ type Options struct {
 	ElectionTimeoutMin int
 	ElectionTimeoutMax int
 	// HeartbeatInterval is how often a leader asserts itself, in ms. Default
-	// 50; a warning is logged when it is not below a third of
-	// ElectionTimeoutMin.
+	// 50; a warning is logged when it exceeds a third of ElectionTimeoutMin.
 	HeartbeatInterval int
 	// GhostTTL is how long, in ms, a peer whose connection dropped stays in
 	// the view before it is dropped. Default 5000.
@@ -100,9 +99,11 @@ type Options struct {
 	// cannot be read or parsed makes Init fail rather than start fresh.
 	StateFile string
 
-	// OnTransition, when set, is called on the actor's goroutine after every
-	// change of role, term or recognised leader. It must return quickly; the
-	// test harness records histories with it.
+	// OnTransition, when set, is called on the actor's goroutine after each
+	// input that changed the role, term or recognised leader, with the state
+	// at the end of that input (steps within one input, such as a lone member
+	// going from follower through candidate to leader, are reported as one).
+	// It must return quickly; the test harness records histories with it.
 	OnTransition func(Transition)
 }
 
