@@ -92,7 +92,8 @@ type NetworkStats struct {
 	BytesOut           uint64
 	HandshakesRejected uint64
 	// Dropped counts discarded frames and closed connections by reason, such
-	// as "unknown_type", "malformed", "too_large", "keepalive_timeout".
+	// as "unknown_type", "malformed", "too_large", "keepalive_timeout",
+	// "dial_failed" (frames queued for a dial that failed).
 	Dropped map[string]uint64
 }
 

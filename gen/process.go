@@ -119,8 +119,9 @@ type Process interface {
 
 	// Send delivers message asynchronously. to is a PID, a ProcessID or an
 	// Atom naming a local registered process. A nil error means the message
-	// was accepted for delivery (queued locally, or written to the peer's
-	// connection), not that it was handled.
+	// was accepted for delivery (queued locally, queued for the peer's
+	// connection, or queued while that connection is dialled), not that it
+	// was handled.
 	Send(to any, message any) error
 	// SendAfter sends message after the delay. The returned CancelFunc
 	// reports whether it stopped the send.

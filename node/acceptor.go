@@ -88,7 +88,7 @@ func (nw *network) accept(raw net.Conn) {
 		nw.handshakeFailed(conn, fmt.Errorf("peer claims this node's own name %s: %w", peer.Name, gen.ErrIncorrect))
 		return
 	}
-	if _, err := nw.register(newConnection(nw, conn, peer, false)); err != nil {
+	if _, err := nw.register(newConnection(nw, conn, peer, false), nil); err != nil {
 		nw.node.log.Debug("accepted %s while stopping: %v", peer.Name, err)
 	}
 }

@@ -96,28 +96,58 @@ func (c *connection) send(env *envelope) error {
 		}
 		return fmt.Errorf("send to %s: %w", c.peer.Name, gen.ErrNoConnection)
 	}
-	start := len(c.buf)
-	out, err := appendEnvelope(append(c.buf, 0, 0, 0, 0), env, c.nw.reg)
+	out, err := c.nw.appendFrame(c.buf, env)
 	if err != nil {
-		c.buf = c.buf[:start]
 		c.mu.Unlock()
 		return fmt.Errorf("send to %s: %w", c.peer.Name, err)
 	}
-	size := len(out) - start - frame.HeaderSize
-	if size > c.nw.opts.MaxFrameSize {
-		c.buf = out[:start]
-		c.mu.Unlock()
-		return fmt.Errorf("send to %s: frame of %d bytes exceeds %d: %w", c.peer.Name, size, c.nw.opts.MaxFrameSize, gen.ErrTooLarge)
-	}
-	binary.BigEndian.PutUint32(out[start:], uint32(size)) // the frame header
 	c.buf = out
 	c.mu.Unlock()
 	c.nw.framesOut.Add(1)
+	c.wakeWriter()
+	return nil
+}
+
+// appendFrames queues count frames encoded earlier, without waiting for
+// room: they were sent while the connection was being dialled.
+func (c *connection) appendFrames(frames []byte, count int) error {
+	if count == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("hand %d queued frames to %s: %w", count, c.peer.Name, gen.ErrNoConnection)
+	}
+	c.buf = append(c.buf, frames...)
+	c.mu.Unlock()
+	c.nw.framesOut.Add(uint64(count))
+	c.wakeWriter()
+	return nil
+}
+
+func (c *connection) wakeWriter() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return nil
+}
+
+// appendFrame appends env as one frame (header and payload) to dst. An
+// unencodable or oversized envelope leaves dst unchanged in length and
+// returns an error wrapping gen.ErrUnregistered or gen.ErrTooLarge.
+func (nw *network) appendFrame(dst []byte, env *envelope) ([]byte, error) {
+	start := len(dst)
+	out, err := appendEnvelope(append(dst, 0, 0, 0, 0), env, nw.reg)
+	if err != nil {
+		return dst[:start], err
+	}
+	size := len(out) - start - frame.HeaderSize
+	if size > nw.opts.MaxFrameSize {
+		return out[:start], fmt.Errorf("frame of %d bytes exceeds %d: %w", size, nw.opts.MaxFrameSize, gen.ErrTooLarge)
+	}
+	binary.BigEndian.PutUint32(out[start:], uint32(size)) // the frame header
+	return out, nil
 }
 
 func (c *connection) writeLoop() {

@@ -9,19 +9,31 @@
 // again and holds no goroutine, only its memory (runner goroutines are reused
 // for a moment and end when idle). Callbacks of one process therefore
 // never run concurrently. Processes on other nodes are reached through one
-// authenticated connection per node pair, dialled on first use; only types
-// registered with Network.RegisterTypes cross it.
+// authenticated connection per node pair, dialled in the background on first
+// use (no caller ever waits for a dial); only types registered with
+// Network.RegisterTypes cross it.
 //
 // Callers must know:
 //  1. Use a gen.Process only inside its behavior's callbacks.
 //  2. Register every message type and sentinel error on every node before
 //     the nodes exchange them; an unregistered type fails the send with
 //     gen.ErrUnregistered and nothing is written.
-//  3. A nil error from Send means the message was queued or written, not
-//     that it was handled; use Call or a monitor when you need to know.
+//  3. A nil error from Send means the message was accepted for delivery, not
+//     that it was handled; use Call or a monitor when you need to know. To a
+//     node with no connection yet, Send encodes the message at once (so
+//     gen.ErrUnregistered and gen.ErrTooLarge still fail it), queues it and
+//     starts the dial: queued messages are written first, in order, when the
+//     connection is made, and dropped (counted in Stats().Dropped
+//     ["dial_failed"]) when the dial fails or the node stops first. At most
+//     4096 messages or 16 × MaxFrameSize bytes wait per node; beyond that,
+//     and during the backoff after a failed dial, Send fails with
+//     gen.ErrNoConnection. No route fails it with gen.ErrNoRoute.
 //  4. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
 //     when the target is known to be gone, and returns
-//     gen.ErrProcessTerminated when it terminates before answering.
+//     gen.ErrProcessTerminated when it terminates before answering. A Call,
+//     Monitor or Link toward a node being dialled returns (or is told, by a
+//     Down, an exit signal or gen.MessageDownNode) gen.ErrNoConnection as
+//     soon as the dial fails, as when a connection is lost.
 //  5. A remote Monitor or Link returns without waiting for the target's node:
 //     an unknown remote target is reported by a Down (or exit signal) with
 //     gen.ErrProcessUnknown. To be sure the watch is in place before acting

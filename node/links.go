@@ -153,6 +153,12 @@ func (r *relations) forget(p *process) {
 // that node learns ErrNoConnection, and watchers living on that node are
 // forgotten.
 func (r *relations) nodeDown(name gen.Atom) {
+	r.nodeUnreachable(name, gen.ErrNoConnection)
+}
+
+// nodeUnreachable is nodeDown with the reason watchers learn; it must wrap
+// gen.ErrNoConnection.
+func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
 	for target, set := range r.targets {
@@ -174,7 +180,7 @@ func (r *relations) nodeDown(name gen.Atom) {
 	}
 	r.mu.Unlock()
 	for _, e := range fired {
-		r.node.notify(e.target, e.w, gen.ErrNoConnection)
+		r.node.notify(e.target, e.w, reason)
 	}
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -34,6 +35,14 @@ const (
 	dropHandshake       = "handshake_failed"
 	dropUnknownProcess  = "unknown_process"
 	dropUnexpectedFrame = "unexpected_frame"
+	dropDialFailed      = "dial_failed"
+)
+
+// maxQueuedFrames bounds the frames waiting for a dial to one node; their
+// bytes are bounded by queuedBytesPerFrame times MaxFrameSize.
+const (
+	maxQueuedFrames     = 4096
+	queuedBytesPerFrame = 16
 )
 
 // network implements gen.Network: the acceptor, one connection per peer
@@ -45,7 +54,9 @@ type network struct {
 	hs   handshake.Config
 
 	listener net.Listener
-	wg       sync.WaitGroup // the acceptor loop, every connection's reader and writer, accepts in progress
+	wg       sync.WaitGroup // the acceptor loop, every connection's reader and writer, accepts and dials in progress
+	ctx      context.Context
+	cancel   context.CancelFunc // ends dials in progress when the network closes
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -53,18 +64,20 @@ type network struct {
 	routes  map[gen.Atom]string
 	dialing map[gen.Atom]*dialAttempt
 	backoff map[gen.Atom]backoffState
-	pending map[net.Conn]struct{} // accepted sockets still in their handshake
+	pending map[net.Conn]struct{} // accepted and dialled sockets still in their handshake
 
 	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
 	dropMu                                           sync.Mutex // guards dropped
 	dropped                                          map[string]uint64
 }
 
-// dialAttempt lets concurrent senders to one node share a single dial.
+// dialAttempt is a dial running in the background and the frames sent to
+// its node meanwhile. Whichever connection to the node is registered first
+// writes them before anything sent later; if the dial fails with no
+// connection in place, they are dropped. Guarded by network.mu.
 type dialAttempt struct {
-	done chan struct{}
-	conn *connection
-	err  error
+	frames []byte // encoded frames, headers included, in send order
+	count  int    // how many frames are in frames
 }
 
 // backoffState is when the next dial to a node may start after failures.
@@ -116,11 +129,13 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		pending:  make(map[net.Conn]struct{}),
 		dropped:  make(map[string]uint64),
 	}
+	nw.ctx, nw.cancel = context.WithCancel(context.Background())
 	for name, addr := range opts.Routes {
 		nw.routes[name] = addr
 	}
 	if !opts.Acceptor.Disabled {
 		if err := nw.listen(); err != nil {
+			nw.cancel()
 			return nil, err
 		}
 	}
@@ -197,8 +212,15 @@ func (nw *network) Stats() gen.NetworkStats {
 }
 
 func (nw *network) drop(reason string) {
+	nw.dropN(reason, 1)
+}
+
+func (nw *network) dropN(reason string, n int) {
+	if n == 0 {
+		return
+	}
 	nw.dropMu.Lock()
-	nw.dropped[reason]++
+	nw.dropped[reason] += uint64(n)
 	nw.dropMu.Unlock()
 }
 
@@ -220,61 +242,121 @@ func (nw *network) routeLocked(name gen.Atom) (string, error) {
 	return "", fmt.Errorf("node %s: %w", name, gen.ErrNoRoute)
 }
 
-// connect returns the connection to name, dialling it if there is none. A
-// dial in progress is shared; after a failed dial, connect fails fast until
-// the backoff passes.
-func (nw *network) connect(name gen.Atom) (*connection, error) {
+// queue returns the established connection to name or, when there is none,
+// adds frame (count frames of encoded bytes; none for a bare connect) to the
+// queue of the dial to name, starting that dial in the background when none
+// runs. It fails fast without a route, during the backoff after a failed
+// dial, and when the queue is full.
+func (nw *network) queue(name gen.Atom, frames []byte, count int) (*connection, error) {
 	nw.mu.Lock()
+	defer nw.mu.Unlock()
 	if nw.closed {
-		nw.mu.Unlock()
 		return nil, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
 	}
 	if c := nw.conns[name]; c != nil {
-		nw.mu.Unlock()
 		return c, nil
 	}
-	if d := nw.dialing[name]; d != nil {
-		nw.mu.Unlock()
-		<-d.done
-		return d.conn, d.err
+	d := nw.dialing[name]
+	if d == nil {
+		addr, err := nw.routeLocked(name)
+		if err != nil {
+			return nil, err
+		}
+		if b, ok := nw.backoff[name]; ok && time.Now().Before(b.next) {
+			return nil, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
+		}
+		d = &dialAttempt{}
+		nw.dialing[name] = d
+		nw.wg.Add(1)
+		go nw.dialInBackground(name, addr, d)
 	}
-	addr, err := nw.routeLocked(name)
-	if err != nil {
-		nw.mu.Unlock()
-		return nil, err
+	if d.count+count > maxQueuedFrames || len(d.frames)+len(frames) > queuedBytesPerFrame*nw.opts.MaxFrameSize {
+		return nil, fmt.Errorf("send to %s: %d frames of %d bytes already wait for the connection: %w", name, d.count, len(d.frames), gen.ErrNoConnection)
 	}
-	if b, ok := nw.backoff[name]; ok && time.Now().Before(b.next) {
-		nw.mu.Unlock()
-		return nil, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
-	}
-	d := &dialAttempt{done: make(chan struct{})}
-	nw.dialing[name] = d
-	nw.mu.Unlock()
-
-	d.conn, d.err = nw.dial(name, addr)
-
-	nw.mu.Lock()
-	delete(nw.dialing, name)
-	if d.err != nil {
-		b := nw.backoff[name]
-		b.wait = min(max(2*b.wait, nw.opts.ReconnectBackoffMin), nw.opts.ReconnectBackoffMax)
-		b.next = time.Now().Add(b.wait)
-		nw.backoff[name] = b
-	} else {
-		delete(nw.backoff, name)
-	}
-	nw.mu.Unlock()
-	close(d.done)
-	return d.conn, d.err
+	d.frames = append(d.frames, frames...)
+	d.count += count
+	return nil, nil
 }
 
-// dial opens, authenticates and registers a connection to name at addr.
-func (nw *network) dial(name gen.Atom, addr string) (*connection, error) {
-	dialer := net.Dialer{Timeout: nw.opts.HandshakeTimeout}
-	raw, err := dialer.Dial("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
+// dialInBackground runs dial attempt d. On success register hands the
+// queued frames to the connection. On failure, unless a connection from
+// the peer arrived meanwhile, the frames are dropped, the backoff starts,
+// and everything watching the node (pending Calls, monitors, links) is told
+// gen.ErrNoConnection as for a lost connection.
+func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) {
+	defer nw.wg.Done()
+	err := nw.dial(name, addr, d)
+	if err == nil {
+		return
 	}
+	nw.mu.Lock()
+	if nw.dialing[name] == d {
+		delete(nw.dialing, name)
+	}
+	if c := nw.conns[name]; c != nil {
+		nw.handOverLocked(d, c)
+		nw.mu.Unlock()
+		nw.node.log.Debug("dial to %s failed, but %s connected meanwhile: %v", name, name, err)
+		return
+	}
+	b := nw.backoff[name]
+	b.wait = min(max(2*b.wait, nw.opts.ReconnectBackoffMin), nw.opts.ReconnectBackoffMax)
+	b.next = time.Now().Add(b.wait)
+	nw.backoff[name] = b
+	lost := d.count
+	d.frames, d.count = nil, 0
+	nw.mu.Unlock()
+	nw.dropN(dropDialFailed, lost)
+	nw.node.log.Info("dial to %s failed, %d queued frames dropped: %v", name, lost, err)
+	nw.node.rel.nodeUnreachable(name, err)
+}
+
+// handOverLocked moves the frames queued on d to c, which writes them before
+// anything sent later. Called with nw.mu held.
+func (nw *network) handOverLocked(d *dialAttempt, c *connection) {
+	if d == nil || d.count == 0 {
+		return
+	}
+	if err := c.appendFrames(d.frames, d.count); err != nil {
+		nw.dropN(dropDialFailed, d.count)
+		nw.node.log.Info("%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
+	}
+	d.frames, d.count = nil, 0
+}
+
+// track records a socket in its handshake so that close can end it; it
+// reports false when the network is already closed.
+func (nw *network) track(conn net.Conn) bool {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.closed {
+		return false
+	}
+	nw.pending[conn] = struct{}{}
+	return true
+}
+
+func (nw *network) untrack(conn net.Conn) {
+	nw.mu.Lock()
+	delete(nw.pending, conn)
+	nw.mu.Unlock()
+}
+
+// dial opens, authenticates and registers a connection to name at addr for
+// dial attempt d. HandshakeTimeout bounds the whole; closing the network
+// ends it at once.
+func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
+	deadline := time.Now().Add(nw.opts.HandshakeTimeout)
+	dialer := net.Dialer{Deadline: deadline}
+	raw, err := dialer.DialContext(nw.ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
+	}
+	if !nw.track(raw) {
+		raw.Close()
+		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+	}
+	defer nw.untrack(raw)
 	conn := raw
 	if nw.opts.TLS != nil {
 		cfg := nw.opts.TLS.Clone()
@@ -283,20 +365,25 @@ func (nw *network) dial(name gen.Atom, addr string) (*connection, error) {
 		}
 		conn = tls.Client(raw, cfg)
 	}
-	if err := conn.SetDeadline(time.Now().Add(nw.opts.HandshakeTimeout)); err != nil {
+	if err := conn.SetDeadline(deadline); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
+		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
 	peer, err := handshake.Dial(conn, nw.hs, name)
 	if err != nil {
+		if nw.ctx.Err() != nil { // the network closed the socket: not the peer's fault
+			conn.Close()
+			return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+		}
 		nw.handshakeFailed(conn, err)
-		return nil, fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
+		return fmt.Errorf("dial %s at %s: %w: %w", name, addr, gen.ErrNoConnection, err)
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
+		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
-	return nw.register(newConnection(nw, conn, peer, true))
+	_, err = nw.register(newConnection(nw, conn, peer, true), d)
+	return err
 }
 
 // handshakeFailed counts, logs and closes a connection whose handshake failed.
@@ -317,8 +404,10 @@ func (nw *network) handshakeFailed(conn net.Conn, err error) {
 // and retire the other gracefully: it flushes, and is read to its end, so
 // nothing already written on it is lost. A second connection dialled by the
 // same side replaces the first (that side gave up on it). A connection to an
-// older life of the peer is closed as lost.
-func (nw *network) register(c *connection) (*connection, error) {
+// older life of the peer is closed as lost. Frames queued while dialling the
+// peer go to the kept connection ahead of any later send; d is the dial
+// attempt that made c, nil for an accepted connection.
+func (nw *network) register(c *connection, d *dialAttempt) (*connection, error) {
 	name := c.peer.Name
 	nw.mu.Lock()
 	if nw.closed {
@@ -341,6 +430,11 @@ func (nw *network) register(c *connection) (*connection, error) {
 		keep, retire = old, c
 	}
 	nw.conns[name] = keep
+	nw.handOverLocked(nw.dialing[name], keep)
+	if d != nil && nw.dialing[name] == d {
+		delete(nw.dialing, name)
+		delete(nw.backoff, name)
+	}
 	nw.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -381,6 +475,7 @@ func (nw *network) lost(c *connection, reason error) {
 func (nw *network) close(graceful bool) {
 	nw.mu.Lock()
 	nw.closed = true
+	nw.cancel()
 	conns := make([]*connection, 0, len(nw.conns))
 	for _, c := range nw.conns {
 		conns = append(conns, c)
@@ -402,15 +497,28 @@ func (nw *network) close(graceful bool) {
 	nw.wg.Wait()
 }
 
-// sendRemote writes env to the connection to node, dialling if needed.
+// sendRemote hands env to the connection to node. Without one, env is
+// encoded at once (so an unencodable one fails here) and queued while the
+// connection is dialled in the background; see network.queue.
 func (n *node) sendRemote(to gen.Atom, env *envelope) error {
 	if n.net == nil {
 		return fmt.Errorf("send to %s: network disabled: %w", to, gen.ErrNoConnection)
 	}
+	var frame []byte
 	for {
-		c, err := n.net.connect(to)
-		if err != nil {
-			return err
+		c := n.net.existing(to)
+		if c == nil {
+			if frame == nil {
+				f, err := n.net.appendFrame(nil, env)
+				if err != nil {
+					return fmt.Errorf("send to %s: %w", to, err)
+				}
+				frame = f
+			}
+			var err error
+			if c, err = n.net.queue(to, frame, 1); c == nil || err != nil {
+				return err
+			}
 		}
 		// A connection retired after a simultaneous dial refuses the send;
 		// its replacement is already in the table.
@@ -420,12 +528,12 @@ func (n *node) sendRemote(to gen.Atom, env *envelope) error {
 	}
 }
 
-// connectTo makes sure a connection to the node exists.
+// connectTo makes sure a connection to the node exists or is being dialled.
 func (n *node) connectTo(to gen.Atom) error {
 	if n.net == nil {
 		return fmt.Errorf("connect to %s: network disabled: %w", to, gen.ErrNoConnection)
 	}
-	_, err := n.net.connect(to)
+	_, err := n.net.queue(to, nil, 0)
 	return err
 }
 

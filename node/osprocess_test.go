@@ -109,6 +109,9 @@ func TestNodeInAnotherOSProcess(t *testing.T) {
 		fw := newProbe()
 		fw.onInit = func(p *probe, args ...any) error { return p.Monitor(gen.ProcessID{Name: "echo", Node: frozenName}) }
 		spawnProbe(t, a, fw)
+		// The connection exists and the monitor is recorded before the freeze.
+		_, err := a.Call(gen.ProcessID{Name: "echo", Node: frozenName}, "are you there")
+		require.NoError(t, err)
 		before := a.Network().Stats().Dropped["keepalive_timeout"]
 		require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGSTOP))
 		down := fw.next(t).(gen.MessageDownProcessID)

