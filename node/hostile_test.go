@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,8 +68,9 @@ func TestHostilePeers(t *testing.T) {
 		require.ErrorIs(t, err, gen.ErrUnauthorized)
 		require.GreaterOrEqual(t, intruder.Network().Stats().Dropped["handshake_failed"], uint64(1))
 		require.Equal(t, uint64(1), intruder.Network().Stats().Dropped["dial_failed"], "the queued request is dropped")
-		require.Eventually(t, func() bool { return a.Network().Stats().HandshakesRejected == 1 }, wait, time.Millisecond)
-		require.Contains(t, logs.String(), "wrong cookie")
+		require.Eventually(t, func() bool {
+			return a.Network().Stats().HandshakesRejected == 1 && strings.Contains(logs.String(), "wrong cookie")
+		}, wait, time.Millisecond, "the refusal is counted and logged")
 		require.Empty(t, a.Network().Nodes())
 		servesOthers(t, a)
 	})
