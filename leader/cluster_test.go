@@ -375,3 +375,37 @@ func (s *subscriber) HandleMessage(from gen.PID, message any) error {
 	}
 	return nil
 }
+
+// Issue 8, preferred leader: with PreferHighestID leadership settles on the
+// member with the highest node name, whoever won the first election.
+func TestPreferredLeaderSettlesOnTheHighestID(t *testing.T) {
+	c := newCluster(t, 3, func(int) leader.Options {
+		return leader.Options{ClusterID: "test", Prefer: leader.Preference{Kind: leader.PreferHighestID}, PreferStableFor: 300}
+	})
+	require.Eventually(t, func() bool {
+		ls := c.leaders(all(3))
+		return len(ls) == 1 && ls[0] == 2
+	}, settle, poll, "m2@127.0.0.1 has the highest name")
+	c.waitOneLeader(all(3))
+	assert.Equal(t, "highest-id", c.inspect(2, "ergo:prefer")["ergo:prefer"])
+}
+
+// Issue 8, graceful handover: a leader whose node stops normally tells a
+// reachable peer to campaign at once. Here only member 0 has short election
+// timeouts (so it wins first) and fast failover is off: without the handover
+// the others would wait a minute before campaigning.
+func TestNormalStopHandsLeadershipOver(t *testing.T) {
+	c := newCluster(t, 5, func(i int) leader.Options {
+		o := leader.Options{ClusterID: "test", DisableFastFailover: true}
+		if i > 0 {
+			o.ElectionTimeoutMin, o.ElectionTimeoutMax = 60000, 120000
+		}
+		return o
+	})
+	first, term := c.waitOneLeader(all(5))
+	require.Equal(t, 0, first, "only member 0 campaigns within the test's bounds")
+	c.nodes[first].Stop()
+	next, nextTerm := c.waitOneLeader(without(all(5), first))
+	assert.NotEqual(t, first, next)
+	assert.Equal(t, atoi(t, term)+1, atoi(t, nextTerm), "one campaign, at the next term")
+}
