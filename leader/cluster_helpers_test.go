@@ -84,8 +84,42 @@ func (m *member) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error)
 		if r == "leader?" {
 			return m.IsLeader(), nil
 		}
+	case broadcastRequest:
+		failed, err := m.Broadcast(r.message)
+		return broadcastResult{failed: failed, err: err}, nil
+	case apiRequest:
+		return apiResult{
+			leader: m.Leader(), term: m.Term(), cluster: m.ClusterID(), peers: m.Peers(),
+			peerCount: m.PeerCount(), bootstrap: m.Bootstrap(), token: m.FencingToken(),
+			hasFirstPeer: len(m.Peers()) > 0 && m.HasPeer(m.Peers()[0]), hasSelf: m.HasPeer(m.PID()),
+		}, nil
 	}
 	return nil, gen.ErrUnsupported
+}
+
+// HandleMessage records broadcast payloads so tests can count deliveries.
+func (m *member) HandleMessage(from gen.PID, message any) error {
+	if s, ok := message.(string); ok {
+		m.events.add("%s got %s", m.Node().Name(), s)
+	}
+	return nil
+}
+
+type broadcastRequest struct{ message any }
+type broadcastResult struct {
+	failed int
+	err    error
+}
+type apiRequest struct{}
+type apiResult struct {
+	leader                gen.PID
+	term                  uint64
+	cluster               string
+	peers                 []gen.PID
+	peerCount             int
+	bootstrap             []gen.ProcessID
+	token                 uint64
+	hasFirstPeer, hasSelf bool
 }
 
 func (m *member) HandleInspect(from gen.PID, item ...string) map[string]string {

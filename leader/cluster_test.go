@@ -409,3 +409,47 @@ func TestNormalStopHandsLeadershipOver(t *testing.T) {
 	assert.NotEqual(t, first, next)
 	assert.Equal(t, atoi(t, term)+1, atoi(t, nextTerm), "one campaign, at the next term")
 }
+
+// API Methods: "Broadcast sends to every member of the current view,
+// addressing each by PID where known and by name otherwise, and returns how
+// many targets failed together with the first error. It does not stop at the
+// first failure."
+func TestBroadcastReachesEveryMemberAndCountsFailures(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	c.waitOneLeader(all(3))
+	// A declared member nobody can route to: its send fails at once.
+	require.NoError(t, leader.JoinPeer(c.nodes[0], c.pids[0], gen.ProcessID{Name: memberName, Node: "nowhere@127.0.0.1"}))
+	got, err := c.nodes[0].Call(c.pids[0], broadcastRequest{message: "hello"})
+	require.NoError(t, err)
+	res := got.(broadcastResult)
+	assert.Equal(t, 1, res.failed)
+	require.ErrorIs(t, res.err, gen.ErrNoRoute)
+	for _, i := range []int{1, 2} {
+		entry := string(c.nodes[i].Name()) + " got hello"
+		require.Eventually(t, func() bool { return c.events.count(entry) == 1 }, settle, poll, "member %d", i)
+	}
+}
+
+// API Methods: the state accessors agree with inspection.
+func TestStateAccessorsAgreeWithInspection(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	leaderIdx, term := c.waitOneLeader(all(3))
+	for i := 0; i < 3; i++ {
+		got, err := c.nodes[i].Call(c.pids[i], apiRequest{})
+		require.NoError(t, err)
+		r := got.(apiResult)
+		assert.Equal(t, c.pids[leaderIdx], r.leader)
+		assert.Equal(t, term, strconv.FormatUint(r.term, 10))
+		assert.Equal(t, "test", r.cluster)
+		assert.Len(t, r.peers, 2)
+		assert.Equal(t, 2, r.peerCount)
+		assert.Len(t, r.bootstrap, 2)
+		assert.True(t, r.hasFirstPeer)
+		assert.False(t, r.hasSelf, "a member is not its own peer")
+		if i == leaderIdx {
+			assert.Equal(t, term, strconv.FormatUint(r.token, 10), "the leader's fencing token is its term")
+		} else {
+			assert.Zero(t, r.token, "a follower holds no fencing token")
+		}
+	}
+}
