@@ -91,7 +91,7 @@ func newLocalCluster(size int, prefix string, opts leader.Options, withMesh bool
 		c.names = append(c.names, gen.Atom(fmt.Sprintf("%s%d@127.0.0.1", prefix, i+1)))
 	}
 	if withMesh {
-		c.mesh = faultproxy.New()
+		c.mesh = faultproxy.New(faultproxy.Options{HoldDials: true})
 	}
 	return c
 }

@@ -116,7 +116,7 @@ func split(all []int, l, size int) (withLeader, others []int) {
 
 func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	var r report
-	mesh := faultproxy.New()
+	mesh := faultproxy.New(faultproxy.Options{HoldDials: true})
 	defer func() {
 		if err := mesh.Close(); err != nil {
 			fmt.Fprintln(out, "closing the proxy:", err)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/faultproxy"
 	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/node"
-	"github.com/regent-go/regent/testing/cluster/internal/proxy"
 	"github.com/regent-go/regent/testing/history"
 )
 
@@ -23,7 +23,7 @@ import (
 type Cluster struct {
 	cfg   Config
 	start time.Time
-	sw    *proxy.Switch
+	mesh  *faultproxy.Mesh
 	hist  *history.History
 	// byNode maps node names to member indexes; written only by Start.
 	byNode map[gen.Atom]int
@@ -72,7 +72,7 @@ func Start(t testing.TB, cfg Config) (*Cluster, error) {
 	c := &Cluster{
 		cfg:    cfg,
 		start:  time.Now(),
-		sw:     proxy.New(cfg.Size, cfg.Seed),
+		mesh:   faultproxy.New(faultproxy.Options{HoldDials: cfg.HoldDials, Seed: cfg.Seed}),
 		hist:   history.New(),
 		byNode: map[gen.Atom]int{},
 	}
@@ -80,22 +80,21 @@ func Start(t testing.TB, cfg Config) (*Cluster, error) {
 		m := &member{index: i, name: cfg.nodeName(i), routes: map[gen.Atom]string{}}
 		c.byNode[m.name] = i
 		c.members = append(c.members, m)
-		for j := 0; j < cfg.Size; j++ {
-			if j == i {
-				continue
+		// The member's acceptor is not running yet: SetTarget names it at launch.
+		if err := c.mesh.Add(m.name, ""); err != nil {
+			return nil, errors.Join(fmt.Errorf("cluster: %w", err), c.mesh.Close())
+		}
+	}
+	for _, m := range c.members {
+		for _, peer := range c.members {
+			if peer != m {
+				m.routes[peer.name] = c.mesh.Route(m.name, peer.name)
 			}
-			addr, err := c.sw.Listen(i, j)
-			if err != nil {
-				c.sw.Close()
-				return nil, fmt.Errorf("cluster: %w", err)
-			}
-			m.routes[cfg.nodeName(j)] = addr
 		}
 	}
 	if cfg.Processes {
 		if c.procs, err = startProcesses(c); err != nil {
-			c.sw.Close()
-			return nil, err
+			return nil, errors.Join(err, c.mesh.Close())
 		}
 	}
 	for i := range c.members {
@@ -127,8 +126,7 @@ func (c *Cluster) Close() error {
 	c.mu.Unlock()
 	// Cut the network first, so that stopping nodes fail their remote
 	// notices fast instead of waiting on peers.
-	c.sw.Close()
-	var errs []error
+	errs := []error{c.mesh.Close()}
 	for i, m := range c.members {
 		if c.alive(i) {
 			errs = append(errs, c.halt(m, false)) // graceful: it waits for every callback
@@ -225,7 +223,7 @@ func (c *Cluster) launchInProcess(m *member, opts leader.Options, life int) (gen
 	if err := n.Network().RegisterTypes(append(leader.NetworkTypes(), c.cfg.Types...)); err != nil {
 		return fail(fmt.Errorf("registering types: %w", err))
 	}
-	if err := c.sw.SetTarget(m.index, n.Network().AcceptorAddress()); err != nil {
+	if err := c.mesh.SetTarget(m.name, n.Network().AcceptorAddress()); err != nil {
 		return fail(err)
 	}
 	spec := Member{Index: m.index, Node: m.name, Life: life, Options: opts}

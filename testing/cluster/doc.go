@@ -5,20 +5,20 @@
 // leader.Actor (your type, through Config.Factory, or PlainMember), either
 // in the test's process or, with Config.Processes, each in its own OS
 // process built from internal/membernode. Every member-to-member connection
-// passes through a proxy the harness owns: member i reaches member j through
-// a loopback listener for the ordered pair (i, j) that forwards to j's real
-// acceptor. Faults act on the directions of those connections: Partition
-// (silent: bytes are held and each side's keepalive notices),
-// PartitionReset (connections closed and refused), Isolate, CutOneWay,
-// Heal, SetLoss (whole frames dropped after the handshake: a TCP stream
-// cannot lose bytes) and SetDelay (delay plus jitter, order kept). Members
-// fail with Kill (in-process: the node stops at once and its connections
-// are cut; OS mode: SIGKILL), Stop (graceful) and Restart (the same node
-// name, a new Creation and port); Join and Leave change a member's view.
-// Leaders, WaitLeader and Inspect read the members; History records every
-// role, term and leader transition of every member (through
-// leader.Options.OnTransition in-process, by polling inspection every
-// Config.PollInterval in OS mode) and every fault, as testing/history
+// passes through a proxy the harness owns (an internal/faultproxy Mesh):
+// member i reaches member j through a loopback listener for the ordered pair
+// (i, j) that forwards to j's real acceptor. Faults act on the directions of
+// those connections: Partition (silent: bytes are held and each side's
+// keepalive notices), PartitionReset (connections closed and refused),
+// Isolate, CutOneWay, Heal, SetLoss (whole frames dropped after the
+// handshake: a TCP stream cannot lose bytes) and SetDelay (delay plus
+// jitter, order kept). Members fail with Kill (in-process: the node stops at
+// once and its connections are cut; OS mode: SIGKILL), Stop (graceful) and
+// Restart (the same node name, a new Creation and port); Join and Leave
+// change a member's view. Leaders, WaitLeader and Inspect read the members;
+// History records every role, term and leader transition of every member
+// (through leader.Options.OnTransition in-process, by polling inspection
+// every Config.PollInterval in OS mode) and every fault, as testing/history
 // events; Check runs all of testing/history's invariant checkers over it.
 //
 // The caller's duties:

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
-	"github.com/regent-go/regent/testing/cluster/internal/proxy"
+	"github.com/regent-go/regent/internal/faultproxy"
 	"github.com/regent-go/regent/testing/history"
 )
 
@@ -16,22 +16,13 @@ import (
 // cut off from everyone. It replaces any earlier partition or cut; loss and
 // delay stay.
 func (c *Cluster) Partition(groups ...[]int) error {
-	return c.partition(c.silentMode(), groups)
-}
-
-// silentMode is how a silent cut treats new connections: refused, or held
-// with Config.HoldDials.
-func (c *Cluster) silentMode() proxy.Mode {
-	if c.cfg.HoldDials {
-		return proxy.ModeDrop
-	}
-	return proxy.ModeSilent
+	return c.partition(faultproxy.Stall, groups)
 }
 
 // PartitionReset is Partition with resets: connections between groups are
 // closed at once and new ones refused until the next Heal or Partition.
 func (c *Cluster) PartitionReset(groups ...[]int) error {
-	return c.partition(proxy.ModeReset, groups)
+	return c.partition(faultproxy.Reset, groups)
 }
 
 // Isolate cuts member i off from every other member (silently).
@@ -63,11 +54,7 @@ func (c *Cluster) CutOneWay(from, to int) error {
 	if from == to {
 		return fmt.Errorf("cluster: cut %d->%d: a member cannot be cut from itself: %w", from, to, gen.ErrIncorrect)
 	}
-	c.sw.Update(func(f, t int, x *proxy.Faults) {
-		if f == from && t == to {
-			x.Cut, x.Mode = true, c.silentMode()
-		}
-	})
+	c.mesh.Cut(c.members[from].name, c.members[to].name)
 	c.mu.Lock()
 	c.oneWay = true
 	c.mu.Unlock()
@@ -83,7 +70,7 @@ func (c *Cluster) Heal() error {
 	if _, err := c.member(0); err != nil {
 		return err
 	}
-	c.sw.Update(func(_, _ int, f *proxy.Faults) { f.Cut = false })
+	c.mesh.Heal()
 	c.mu.Lock()
 	c.oneWay = false
 	c.mu.Unlock()
@@ -98,7 +85,7 @@ func (c *Cluster) SetLoss(p float64) error {
 	if p < 0 || p > 1 {
 		return fmt.Errorf("cluster: loss %v is not a probability: %w", p, gen.ErrIncorrect)
 	}
-	return c.noise(fmt.Sprintf("loss %v", p), func(f *proxy.Faults) { f.Loss = p })
+	return c.noise(fmt.Sprintf("loss %v", p), func(f *faultproxy.Fault) { f.Loss = p })
 }
 
 // SetDelay delays every unit (handshake message or frame) in every direction
@@ -107,17 +94,17 @@ func (c *Cluster) SetDelay(delay, jitter time.Duration) error {
 	if delay < 0 || jitter < 0 {
 		return fmt.Errorf("cluster: negative delay %v or jitter %v: %w", delay, jitter, gen.ErrIncorrect)
 	}
-	return c.noise(fmt.Sprintf("delay %v jitter %v", delay, jitter), func(f *proxy.Faults) { f.Delay, f.Jitter = delay, jitter })
+	return c.noise(fmt.Sprintf("delay %v jitter %v", delay, jitter), func(f *faultproxy.Fault) { f.Delay, f.Jitter = delay, jitter })
 }
 
-func (c *Cluster) noise(what string, set func(*proxy.Faults)) error {
+func (c *Cluster) noise(what string, set func(*faultproxy.Fault)) error {
 	c.ops.Lock()
 	defer c.ops.Unlock()
 	if _, err := c.member(0); err != nil {
 		return err
 	}
 	noisy := false
-	c.sw.Update(func(_, _ int, f *proxy.Faults) {
+	c.mesh.Update(func(_, _ gen.Atom, f *faultproxy.Fault) {
 		set(f)
 		noisy = noisy || f.Loss > 0 || f.Delay > 0 || f.Jitter > 0
 	})
@@ -132,7 +119,7 @@ func (c *Cluster) note(text string) {
 	c.hist.Append(history.Event{At: c.now(), Kind: history.KindNote, Note: text})
 }
 
-func (c *Cluster) partition(mode proxy.Mode, groups [][]int) error {
+func (c *Cluster) partition(cut faultproxy.Cut, groups [][]int) error {
 	c.ops.Lock()
 	defer c.ops.Unlock()
 	side := make([]int, len(c.members))
@@ -140,10 +127,12 @@ func (c *Cluster) partition(mode proxy.Mode, groups [][]int) error {
 		side[i] = -1 - i // alone, until a group names it
 	}
 	var labels [][]string
+	nodes := make([][]gen.Atom, len(groups))
 	for g, group := range groups {
 		var names []string
 		for _, i := range group {
-			if _, err := c.member(i); err != nil {
+			m, err := c.member(i)
+			if err != nil {
 				return err
 			}
 			if side[i] >= 0 {
@@ -151,6 +140,7 @@ func (c *Cluster) partition(mode proxy.Mode, groups [][]int) error {
 			}
 			side[i] = g
 			names = append(names, c.cfg.label(i))
+			nodes[g] = append(nodes[g], m.name)
 		}
 		labels = append(labels, names)
 	}
@@ -159,21 +149,23 @@ func (c *Cluster) partition(mode proxy.Mode, groups [][]int) error {
 			labels = append(labels, []string{c.cfg.label(i)})
 		}
 	}
-	c.sw.Update(func(from, to int, f *proxy.Faults) {
-		f.Cut, f.Mode = side[from] != side[to], mode
-	})
+	apply, note := c.mesh.Partition, ""
+	if cut == faultproxy.Reset {
+		apply, note = c.mesh.PartitionReset, "reset"
+	}
+	apply(nodes...)
 	c.mu.Lock()
 	c.oneWay = false
 	c.mu.Unlock()
-	note := ""
-	if mode == proxy.ModeReset {
-		note = "reset"
-	}
 	c.hist.Append(history.Event{At: c.now(), Kind: history.KindPartition, Groups: labels, Note: note})
 	return nil
 }
 
 // connected reports whether bytes flow both ways between members a and b.
 func (c *Cluster) connected(a, b int) bool {
-	return a == b || (!c.sw.Faults(a, b).Cut && !c.sw.Faults(b, a).Cut)
+	if a == b {
+		return true
+	}
+	na, nb := c.members[a].name, c.members[b].name
+	return c.mesh.Fault(na, nb).Cut == faultproxy.Open && c.mesh.Fault(nb, na).Cut == faultproxy.Open
 }

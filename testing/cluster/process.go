@@ -133,7 +133,7 @@ func (p *processes) launch(m *member, opts leader.Options) (*osProcess, gen.PID,
 	if err != nil {
 		return nil, gen.PID{}, errors.Join(err, proc.halt(true))
 	}
-	if err := c.sw.SetTarget(m.index, addr); err != nil {
+	if err := c.mesh.SetTarget(m.name, addr); err != nil {
 		return nil, gen.PID{}, errors.Join(err, proc.halt(true))
 	}
 	// The harness reaches members directly, bypassing the proxies, so its

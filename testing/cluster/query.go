@@ -64,7 +64,7 @@ type NetStats struct {
 
 // NetStats returns the proxies' counters.
 func (c *Cluster) NetStats() NetStats {
-	s := c.sw.Stats()
+	s := c.mesh.Stats()
 	return NetStats{Accepted: s.Accepted, Refused: s.Refused, FramesDropped: s.FramesDropped, Open: s.Open}
 }
 
