@@ -30,13 +30,22 @@ func TestOSProcesses(t *testing.T) {
 		waitLeader(t, c)
 		require.NoError(t, c.Check())
 
-		leads := 0
+		leads, kills, restarts := 0, 0, 0
 		for _, e := range c.History().Events() {
-			if e.Kind == history.KindState && e.Role == history.RoleLeader {
+			switch {
+			case e.Kind == history.KindState && e.Role == history.RoleLeader:
 				leads++
+			case e.Kind == history.KindCrash:
+				kills++
+			case e.Kind == history.KindRestart:
+				restarts++
 			}
 		}
-		assert.GreaterOrEqual(t, leads, 2, "the polled history saw the leaders")
+		// Polling every PollInterval can miss a short leadership on a loaded
+		// machine, so only the lifecycle events are counted exactly.
+		assert.GreaterOrEqual(t, leads, 1, "the polled history saw a leader")
+		assert.Equal(t, 1, kills)
+		assert.Equal(t, 1, restarts)
 		require.ErrorIs(t, c.Join(0, 1), gen.ErrUnsupported)
 	})
 	t.Run("a gracefully stopped member process is dropped from the views", func(t *testing.T) {
