@@ -187,6 +187,19 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, rows[0].AllLeaders)
 		assert.Positive(t, rows[0].FramesPerSec, "leaders heartbeat during the window")
 		assert.Positive(t, rows[0].CPUShare)
+		assert.Equal(t, leader.DefaultHeartbeatInterval, rows[0].HeartbeatMS, "the default timings are the document's")
+	})
+	t.Run("scale runs with the timings it is given", func(t *testing.T) {
+		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "500ms", "--json",
+			"--election-min", "400", "--election-max", "800", "--heartbeat", "100")
+		require.Equal(t, 0, code, errOut)
+		var rows []scaleRow
+		require.NoError(t, json.Unmarshal([]byte(out), &rows))
+		require.Len(t, rows, 1)
+		assert.Equal(t, 400, rows[0].ElectionMinMS)
+		assert.Equal(t, 800, rows[0].ElectionMaxMS)
+		assert.Equal(t, 100, rows[0].HeartbeatMS)
+		assert.Positive(t, rows[0].AllLeaders)
 	})
 }
 

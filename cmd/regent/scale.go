@@ -32,6 +32,9 @@ and leaderships changed during the window (the target is none).`
 type scaleRow struct {
 	Clusters      int           `json:"clusters"`
 	Actors        int           `json:"actors"`
+	ElectionMinMS int           `json:"election_timeout_min_ms"`
+	ElectionMaxMS int           `json:"election_timeout_max_ms"`
+	HeartbeatMS   int           `json:"heartbeat_interval_ms"`
 	Spawn         time.Duration `json:"spawn_ns"`
 	AllLeaders    time.Duration `json:"all_leaders_ns"`
 	Window        time.Duration `json:"window_ns"`
@@ -51,11 +54,15 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 		nodes      int
 		asJSON     bool
 		noProgress bool
+		timings    scaleTimings
 	)
 	fs := newFlags(env, "bench scale", scaleSynopsis)
 	fs.Var(&clusters, "clusters", "numbers of clusters to measure, comma-separated")
 	fs.DurationVar(&window, "window", 60*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
 	fs.IntVar(&nodes, "nodes", 5, "nodes (and members per cluster)")
+	fs.IntVar(&timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
+	fs.IntVar(&timings.eMax, "election-max", leader.DefaultElectionTimeoutMax, "ElectionTimeoutMax of every member, ms")
+	fs.IntVar(&timings.hb, "heartbeat", leader.DefaultHeartbeatInterval, "HeartbeatInterval of every member, ms")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
 	var profile string
@@ -76,7 +83,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	var rows []scaleRow
 	for _, c := range clusters {
 		prog := newProgress(env.stderr, c, noProgress)
-		row, err := measureScale(ctx, c, nodes, window, prog)
+		row, err := measureScale(ctx, c, nodes, window, timings, prog)
 		prog.finish()
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)
@@ -101,7 +108,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	_, err = fmt.Fprintln(env.stdout, "\ncampaigns and new leaders are counted over the window, after every cluster had a leader; the target is 0.")
+	_, err = fmt.Fprintf(env.stdout, "\ntimeouts %d-%d ms, heartbeat %d ms; campaigns and new leaders are counted over the window, after every cluster had a leader; the target is 0.\n", timings.eMin, timings.eMax, timings.hb)
 	return err
 }
 
@@ -126,8 +133,12 @@ func (s *scaleCounters) observe(t leader.Transition, prev view) {
 }
 
 // measureScale runs clusters clusters of nodeCount members over nodeCount nodes.
-func measureScale(ctx context.Context, clusters, nodeCount int, window time.Duration, prog *progress) (scaleRow, error) {
-	row := scaleRow{Clusters: clusters, Actors: clusters * nodeCount, Window: window}
+// scaleTimings are the election timings every member of a scale run uses, in ms.
+type scaleTimings struct{ eMin, eMax, hb int }
+
+func measureScale(ctx context.Context, clusters, nodeCount int, window time.Duration, timings scaleTimings, prog *progress) (scaleRow, error) {
+	row := scaleRow{Clusters: clusters, Actors: clusters * nodeCount, Window: window,
+		ElectionMinMS: timings.eMin, ElectionMaxMS: timings.eMax, HeartbeatMS: timings.hb}
 	ns := make([]gen.Node, 0, nodeCount)
 	defer func() {
 		var wg sync.WaitGroup
@@ -161,7 +172,8 @@ func measureScale(ctx context.Context, clusters, nodeCount int, window time.Dura
 		recs[k] = newRecorder(counters.observe)
 		name := gen.Atom(fmt.Sprintf("c%d", k))
 		for i, n := range ns {
-			o := leader.Options{ClusterID: fmt.Sprintf("scale-%d", k), OnTransition: recs[k].record}
+			o := leader.Options{ClusterID: fmt.Sprintf("scale-%d", k), OnTransition: recs[k].record,
+				ElectionTimeoutMin: timings.eMin, ElectionTimeoutMax: timings.eMax, HeartbeatInterval: timings.hb}
 			for j, other := range ns {
 				if j != i {
 					o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: other.Name()})
