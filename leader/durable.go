@@ -70,12 +70,10 @@ func saveHardState(path, cluster string, hs election.HardState) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("leader: writing election state %s: %w", tmp.Name(), err)
+		return errors.Join(fmt.Errorf("leader: writing election state %s: %w", tmp.Name(), err), tmp.Close())
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("leader: syncing election state %s: %w", tmp.Name(), err)
+		return errors.Join(fmt.Errorf("leader: syncing election state %s: %w", tmp.Name(), err), tmp.Close())
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("leader: closing election state %s: %w", tmp.Name(), err)

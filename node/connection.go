@@ -179,8 +179,14 @@ func (c *connection) writeLoop() {
 			continue
 		case <-c.done:
 			if c.flush.Load() {
-				if err := c.conn.SetWriteDeadline(time.Now().Add(graceTimeout)); err == nil {
-					_ = c.writeOut(&spare) // best effort: the socket is closing either way
+				err := c.conn.SetWriteDeadline(time.Now().Add(graceTimeout))
+				if err == nil {
+					err = c.writeOut(&spare)
+				}
+				if err != nil {
+					// The socket closes either way; what was queued is lost.
+					c.nw.drop(dropRetireFlush)
+					c.nw.node.log.Warning("flushing the connection to %s before closing it: %v", c.peer.Name, err)
 				}
 				c.closeWrite()
 			}

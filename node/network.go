@@ -36,6 +36,7 @@ const (
 	dropUnknownProcess  = "unknown_process"
 	dropUnexpectedFrame = "unexpected_frame"
 	dropDialFailed      = "dial_failed"
+	dropRetireFlush     = "retire_flush_failed"
 )
 
 // maxQueuedFrames bounds the frames waiting for a dial to one node; their
@@ -361,7 +362,12 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 	if nw.opts.TLS != nil {
 		cfg := nw.opts.TLS.Clone()
 		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				raw.Close()
+				return fmt.Errorf("dial %s: address %q: %w: %w", name, addr, gen.ErrNoRoute, err)
+			}
+			cfg.ServerName = host
 		}
 		conn = tls.Client(raw, cfg)
 	}

@@ -28,12 +28,18 @@ func (r resource) ledgerPath() string { return filepath.Join(r.dir, "ledger") }
 
 // write appends entry to the ledger if token is not older than the newest
 // token the resource has accepted, and records token as the newest.
-func (r resource) write(token uint64, who, entry string) error {
+func (r resource) write(token uint64, who, entry string) (err error) {
 	f, err := os.OpenFile(r.tokenPath(), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("fencing: opening the token: %w", err)
 	}
-	defer f.Close() // closing the file also releases the lock
+	defer func() {
+		// Closing the file also releases the lock; a failed close may have
+		// lost the token write, so it is an error too.
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("fencing: closing the token: %w", cerr))
+		}
+	}()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("fencing: locking the token: %w", err)
 	}

@@ -651,6 +651,9 @@ func TestPartitionAndHeal(t *testing.T) {
 	nw.run(3 * time.Second)
 	assert.True(t, l.core.IsLeader(), "the majority side keeps its leader")
 	assert.Equal(t, term, l.core.Term())
+	for _, sn := range majority {
+		assert.Equal(t, l.pid, sn.core.Leader(), "%s keeps following the leader", sn.name)
+	}
 	for _, sn := range minority {
 		assert.False(t, sn.core.IsLeader(), "the minority side elects none")
 		assert.Equal(t, 5, sn.core.ViewSize(), "a lost connection does not shrink the view")
@@ -660,7 +663,6 @@ func TestPartitionAndHeal(t *testing.T) {
 	for _, name := range nw.names {
 		assert.Equal(t, final.pid, nw.nodes[name].core.Leader())
 	}
-	_ = majority
 }
 
 // FencingToken is the leadership term: strictly increasing across leaders.

@@ -50,6 +50,9 @@ type osProcess struct {
 	cmd *exec.Cmd
 	// exited is closed once the process has been waited for.
 	exited chan struct{}
+	// exitErr is what Wait returned; it is written before exited is closed
+	// and read only after.
+	exitErr error
 }
 
 // startProcesses builds the member program and starts the harness node and
@@ -118,14 +121,14 @@ func (p *processes) launch(m *member, opts leader.Options) (*osProcess, gen.PID,
 			ready <- line
 		}
 		_, _ = io.Copy(io.Discard, r) // nothing else is expected; drain until the process exits
-		_ = cmd.Wait()                // the exit status is expected to be a kill or a stop
+		proc.exitErr = cmd.Wait()     // judged by halt: a kill is expected, a failed stop is not
 		close(proc.exited)
 	}()
 	var line string
 	select {
 	case line = <-ready:
 	case <-proc.exited:
-		return nil, gen.PID{}, fmt.Errorf("member process exited before it was ready: %w", gen.ErrNodeTerminated)
+		return nil, gen.PID{}, fmt.Errorf("member process exited before it was ready (%v): %w", proc.exitErr, gen.ErrNodeTerminated)
 	case <-time.After(readyTimeout):
 		return nil, gen.PID{}, errors.Join(fmt.Errorf("member process not ready within %v: %w", readyTimeout, gen.ErrTimeout), proc.halt(true))
 	}
@@ -175,6 +178,11 @@ func (o *osProcess) halt(abrupt bool) error {
 			return fmt.Errorf("cluster: killing member process: %w", err)
 		}
 		<-o.exited
+	}
+	if !abrupt && o.exitErr != nil {
+		// A graceful stop ends with status 0; anything else (a crash before
+		// the stop, a failed shutdown) is the member's fault, not the harness's.
+		return fmt.Errorf("cluster: member process did not stop cleanly: %w", o.exitErr)
 	}
 	return nil // Wait closed the stdin pipe
 }

@@ -34,8 +34,10 @@ type Simulator struct {
 	noted  [][]bool   // per pair, whether the current cut has been noticed
 	hist   *history.History
 	sched  Schedule
-	steps  uint64
-	digest uint64
+	// skipped counts planned faults that could not apply (see Skipped).
+	skipped int
+	steps   uint64
+	digest  uint64
 }
 
 // member is one simulated member: its current core and what the shell keeps.
@@ -207,7 +209,12 @@ func (s *Simulator) Step() bool {
 	case itemDetect:
 		s.detect(it)
 	case itemFault:
-		s.apply(it.fault)
+		// A planned fault that cannot apply (a crash of a member already
+		// down) is written to the schedule as skipped by apply itself; the
+		// plan was validated by New, so nothing else can fail here.
+		if err := s.apply(it.fault); err != nil {
+			s.skipped++
+		}
 	}
 	return true
 }
@@ -497,3 +504,7 @@ func (s *Simulator) recordVote(m *member, hs election.HardState) {
 		VotedFor: s.members[s.byNode[hs.VotedFor.Node]].name,
 	})
 }
+
+// Skipped is the number of planned faults that could not apply, such as a
+// crash of a member that was already down; the schedule says which and why.
+func (s *Simulator) Skipped() int { return s.skipped }
