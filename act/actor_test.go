@@ -3,7 +3,6 @@ package act_test
 import (
 	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,31 +11,15 @@ import (
 
 	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/syncbuf"
 	"github.com/regent-go/regent/node"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func start(t *testing.T) (gen.Node, *lockedBuffer) {
+func start(t *testing.T) (gen.Node, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	n, err := node.Start("act@localhost", gen.NodeOptions{
 		Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled},
 		Log:     gen.LogOptions{Handler: slog.NewTextHandler(logs, nil)},

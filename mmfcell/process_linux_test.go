@@ -12,13 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/internal/syncbuf"
 )
 
 // soakEnv, when set, makes the process race long: more processes, more rounds.
@@ -40,26 +41,8 @@ type child struct {
 	pid    uint32
 	in     io.WriteCloser
 	lines  chan string // lines the child writes, closed when its output ends
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	reaped bool
-}
-
-// lockedBuffer collects a child's stderr while exec copies into it.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // spawn starts a child on the cell at path and returns it with its first
@@ -69,7 +52,7 @@ func spawn(t *testing.T, path string) (*child, string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	// The race detector otherwise sleeps a second at every exit.
 	cmd.Env = append(os.Environ(), childEnv+"="+path, "GORACE=atexit_sleep_ms=0")
-	ch := &child{t: t, cmd: cmd, lines: make(chan string, 16), stderr: &lockedBuffer{}}
+	ch := &child{t: t, cmd: cmd, lines: make(chan string, 16), stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = ch.stderr
 	var err error
 	ch.in, err = cmd.StdinPipe()

@@ -1,11 +1,9 @@
 package node_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/syncbuf"
 	"github.com/regent-go/regent/node"
 )
 
@@ -122,29 +121,11 @@ func (c *probeConfig) reason(t *testing.T) error {
 	}
 }
 
-// syncBuffer is a log sink tests read while nodes write.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startLocal starts a node without network whose log goes to the returned
 // buffer; the node stops when the test ends.
-func startLocal(t *testing.T, name gen.Atom) (gen.Node, *syncBuffer) {
+func startLocal(t *testing.T, name gen.Atom) (gen.Node, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	n, err := node.Start(name, gen.NodeOptions{
 		Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled},
 		Log:     gen.LogOptions{Handler: slog.NewTextHandler(logs, nil)},

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/syncbuf"
 	"github.com/regent-go/regent/node"
 )
 
@@ -28,9 +29,9 @@ func fastNet(cookie string) gen.NetworkOptions {
 }
 
 // startNet starts a networked node on loopback; it stops when the test ends.
-func startNet(t *testing.T, name gen.Atom, opts gen.NetworkOptions) (gen.Node, *syncBuffer) {
+func startNet(t *testing.T, name gen.Atom, opts gen.NetworkOptions) (gen.Node, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	n, err := node.Start(name, gen.NodeOptions{
 		Network: opts,
 		Log:     gen.LogOptions{Handler: slog.NewTextHandler(logs, nil)},

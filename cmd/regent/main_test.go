@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/syncbuf"
 	"github.com/regent-go/regent/leader"
 )
 
@@ -32,27 +31,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // generous bounds waits for elections and processes on a loaded 2-core machine.
 const generous = 60 * time.Second
 
-// syncBuffer is an output stream a running command writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runCmd runs the CLI in-process and returns its exit code and outputs.
 func runCmd(ctx context.Context, env map[string]string, args ...string) (int, string, string) {
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	code := run(ctx, args, &environment{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errOut.String()
 }
@@ -115,7 +96,7 @@ func TestDemo(t *testing.T) {
 	t.Run("the demo serves the observer page and stops cleanly when interrupted", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var out syncBuffer
+		var out syncbuf.Buffer
 		done := make(chan int, 1)
 		go func() {
 			done <- run(ctx, []string{"demo", "--step", "1h", "--observer", "127.0.0.1:0"}, &environment{stdout: &out, stderr: &out, getenv: os.Getenv})
@@ -281,11 +262,11 @@ func TestNodeProcessesFormACluster(t *testing.T) {
 	}
 	type proc struct {
 		cmd *exec.Cmd
-		out *syncBuffer
+		out *syncbuf.Buffer
 	}
 	var procs []proc
 	for _, name := range names {
-		out := &syncBuffer{}
+		out := &syncbuf.Buffer{}
 		cmd := exec.Command(bin, "node")
 		cmd.Env = append(os.Environ(), "REGENT_NAME="+name, "REGENT_COOKIE=os-test", "REGENT_CLUSTER=os", "REGENT_JOIN="+strings.Join(names, ","))
 		cmd.Stdout, cmd.Stderr = out, out
