@@ -104,7 +104,7 @@ type Options struct {
 	// at the end of that input (steps within one input, such as a lone member
 	// going from follower through candidate to leader, are reported as one).
 	// It must return quickly; the test harness records histories with it.
-	OnTransition func(Transition)
+	OnTransition func(Transition) `json:"-"`
 }
 
 // Preference selects a preferred leader: Kind is PreferNone, PreferOldest

@@ -45,7 +45,7 @@ type Preference struct {
 	// Less, for PreferFunc, reports whether a is MORE preferred than b. It must
 	// be a strict total order and identical on every member; a Candidate's
 	// Started is zero when that member's start time is not known yet.
-	Less func(a, b Candidate) bool
+	Less func(a, b Candidate) bool `json:"-"`
 }
 
 // Candidate is what a Preference ranks a member by.

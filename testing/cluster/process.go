@@ -94,7 +94,7 @@ func (p *processes) launch(m *member, opts leader.Options) (*osProcess, gen.PID,
 		Name: m.name, Register: c.cfg.Name, Cookie: c.cfg.Cookie, Routes: maps.Clone(m.routes),
 		KeepAlivePeriod: netOpts.KeepAlivePeriod, KeepAliveTimeout: netOpts.KeepAliveTimeout,
 		HandshakeTimeout: netOpts.HandshakeTimeout, BackoffMin: netOpts.ReconnectBackoffMin, BackoffMax: netOpts.ReconnectBackoffMax,
-		LogLevel: c.cfg.LogLevel, Options: memberproc.FromLeader(opts),
+		LogLevel: c.cfg.LogLevel, Options: opts,
 	}
 	env, err := spec.Encode()
 	if err != nil {

@@ -14,6 +14,7 @@
 //     reason) or when abort is closed (node.StopForce: peers see a lost
 //     connection). The main stops on SIGTERM and aborts when its standard
 //     input closes, so a member never outlives the harness that started it.
-//  2. Spec.Options carries every leader.Options field except OnTransition;
-//     the harness reads the member's state by remote inspection instead.
+//  2. Spec.Options carries every leader.Options field except the func ones
+//     (OnTransition, a PreferFunc's Less), which JSON skips; the harness reads
+//     the member's state by remote inspection instead.
 package memberproc

@@ -26,41 +26,9 @@ type Spec struct {
 	BackoffMin       time.Duration
 	BackoffMax       time.Duration
 	LogLevel         gen.LogLevel
-	Options          Options
-}
-
-// Options mirrors leader.Options without OnTransition, so it encodes as JSON.
-type Options struct {
-	ClusterID           string
-	MinClusterSize      int
-	Bootstrap           []gen.ProcessID
-	ElectionTimeoutMin  int
-	ElectionTimeoutMax  int
-	HeartbeatInterval   int
-	GhostTTL            int
-	DisablePreVote      bool
-	Evidence            leader.Evidence
-	DisableFastFailover bool
-}
-
-// FromLeader copies o, dropping OnTransition.
-func FromLeader(o leader.Options) Options {
-	return Options{
-		ClusterID: o.ClusterID, MinClusterSize: o.MinClusterSize, Bootstrap: o.Bootstrap,
-		ElectionTimeoutMin: o.ElectionTimeoutMin, ElectionTimeoutMax: o.ElectionTimeoutMax,
-		HeartbeatInterval: o.HeartbeatInterval, GhostTTL: o.GhostTTL, DisablePreVote: o.DisablePreVote,
-		Evidence: o.Evidence, DisableFastFailover: o.DisableFastFailover,
-	}
-}
-
-// Leader returns the leader.Options o describes.
-func (o Options) Leader() leader.Options {
-	return leader.Options{
-		ClusterID: o.ClusterID, MinClusterSize: o.MinClusterSize, Bootstrap: o.Bootstrap,
-		ElectionTimeoutMin: o.ElectionTimeoutMin, ElectionTimeoutMax: o.ElectionTimeoutMax,
-		HeartbeatInterval: o.HeartbeatInterval, GhostTTL: o.GhostTTL, DisablePreVote: o.DisablePreVote,
-		Evidence: o.Evidence, DisableFastFailover: o.DisableFastFailover,
-	}
+	// Options are the member's options; their func fields (OnTransition,
+	// a PreferFunc's Less) do not cross the process boundary.
+	Options leader.Options
 }
 
 // Encode returns s as the value of EnvSpec.
@@ -111,7 +79,7 @@ func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
 		n.StopForce()
 		return fmt.Errorf("memberproc: registering types: %w", err)
 	}
-	opts := s.Options.Leader()
+	opts := s.Options
 	pid, err := n.SpawnRegister(s.Register, func() gen.ProcessBehavior { return &plain{opts: opts} }, gen.ProcessOptions{})
 	if err != nil {
 		n.StopForce()
