@@ -46,6 +46,8 @@ type Actor struct {
 	fatal error
 	// subscribers receive MessageLeaderChanged on every change of leader or term.
 	subscribers map[gen.PID]struct{}
+	// minClusterSize is Options.MinClusterSize with its default applied.
+	minClusterSize int
 	// sameHost is the host's cell when Options.SameHost is set.
 	sameHost *sameHost
 	// reported is the role, term and leader last reported to OnTransition
@@ -127,6 +129,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.core = core
 	a.options = options
+	a.minClusterSize = minSize
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, timings.heartbeat); err != nil {
 			return err

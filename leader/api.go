@@ -124,13 +124,7 @@ func (a *Actor) Broadcast(message any) (int, error) {
 	failed := 0
 	var first error
 	for _, m := range a.core.Members() {
-		var err error
-		if m.PID != (gen.PID{}) {
-			err = a.Send(m.PID, message)
-		} else {
-			err = a.Send(m.ProcessID, message)
-		}
-		if err != nil {
+		if err := a.sendTo(m.PID, m.ProcessID, message); err != nil {
 			failed++
 			if first == nil {
 				first = fmt.Errorf("leader: broadcast to %s: %w", m.Node, err)

@@ -113,6 +113,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:elections_won", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.ElectionsWon, 10) }},
 	{"ergo:leadership_changes", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.LeadershipChanges, 10) }},
 	{"ergo:quorum_lost_stepdowns", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.QuorumLostStepDowns, 10) }},
+	{"ergo:campaign_held", func(s election.Status, _ time.Time) string { return strconv.FormatBool(s.CampaignHeld) }},
 	{"ergo:leader_conflicts", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.LeaderConflicts, 10) }},
 	{"ergo:prefer", func(s election.Status, _ time.Time) string { return s.Prefer.String() }},
 	{"ergo:preferred_transfers", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.PreferredTransfers, 10) }},
@@ -133,7 +134,6 @@ var actorKeys = []actorKey{
 		}
 		return a.sameHost.describe()
 	}},
-	{"ergo:campaign_held", func(a *Actor) string { return strconv.FormatBool(a.core.Status(time.Now()).CampaignHeld) }},
 	{"ergo:subscribers", func(a *Actor) string { return strconv.Itoa(len(a.subscribers)) }},
 }
 

@@ -67,10 +67,10 @@ func (a *Actor) reportTransition() {
 	leaderChanged := a.reported == nil || a.reported.term != cur.term || a.reported.leader != cur.leader
 	a.reported = &cur
 	if a.options.OnTransition != nil {
-		s := a.core.Status(time.Now())
 		a.options.OnTransition(Transition{
-			At: time.Now(), ClusterID: s.ClusterID, Member: a.PID(), Role: s.Role.String(), Term: s.Term,
-			Leader: s.Leader, ViewSize: s.ViewSize, Quorum: s.Quorum, MinClusterSize: s.MinClusterSize, VotesGranted: s.VotesCount,
+			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: cur.role.String(), Term: cur.term,
+			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.minClusterSize,
+			VotesGranted: a.core.VotesGranted(),
 		})
 	}
 	if leaderChanged {

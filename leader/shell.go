@@ -133,17 +133,21 @@ func (a *Actor) monitor(now time.Time, pid gen.PID) {
 // send delivers one of the core's messages, by PID when known, by name
 // otherwise, and reports a failure back to the core.
 func (a *Actor) send(out election.Outbound) {
-	var err error
-	node := out.ToName.Node
-	if out.To != (gen.PID{}) {
-		node = out.To.Node
-		err = a.Send(out.To, out.Message)
-	} else {
-		err = a.Send(out.ToName, out.Message)
-	}
-	if err != nil {
+	if err := a.sendTo(out.To, out.ToName, out.Message); err != nil {
+		node := out.ToName.Node
+		if out.To != (gen.PID{}) {
+			node = out.To.Node
+		}
 		a.core.SendFailed(time.Now(), node, err)
 	}
+}
+
+// sendTo sends message to a member by its PID when known, by name otherwise.
+func (a *Actor) sendTo(pid gen.PID, name gen.ProcessID, message any) error {
+	if pid != (gen.PID{}) {
+		return a.Send(pid, message)
+	}
+	return a.Send(name, message)
 }
 
 // reconfirmTick is the self-sent timer of Options.ConfirmInterval.

@@ -198,6 +198,10 @@ func (c *Core) ViewSize() int { return c.view.size() }
 // Quorum is the majority of the current view, counting this member.
 func (c *Core) Quorum() int { return c.view.quorum() }
 
+// VotesGranted counts the votes behind the current or last election this
+// member ran, itself included.
+func (c *Core) VotesGranted() int { return len(c.lastGranted) }
+
 // HardState is the term and vote as they stand.
 func (c *Core) HardState() HardState { return HardState{Term: c.term, VotedFor: c.votedFor} }
 

@@ -174,7 +174,7 @@ func (c *Core) declare(now time.Time, p gen.ProcessID) (added bool) {
 		}
 		return false
 	}
-	c.view.members[p.Node] = &member{id: p, declared: true}
+	c.view.add(p.Node, &member{id: p, declared: true})
 	return true
 }
 
@@ -185,7 +185,7 @@ func (c *Core) observe(now time.Time, from gen.PID, sender gen.ProcessID, starte
 	added := m == nil
 	if added {
 		m = &member{id: sender}
-		c.view.members[from.Node] = m
+		c.view.add(from.Node, m)
 	}
 	m.id = sender
 	if m.pid != from {
@@ -226,7 +226,7 @@ func (c *Core) removeMember(now time.Time, node gen.Atom, demonitor bool) {
 	if m == nil {
 		return
 	}
-	delete(c.view.members, node)
+	c.view.remove(node)
 	if m.pid != (gen.PID{}) {
 		if demonitor {
 			c.effect(Demonitor{PID: m.pid})
@@ -265,12 +265,14 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		sender  gen.ProcessID
 		started int64
 		reply   bool
+		// preVote: pre-vote traffic (a request or its answer); isVote: an answer.
+		preVote, isVote bool
 	)
 	switch m := msg.(type) {
 	case MessageRequestVote:
-		cluster, term, sender, started = m.ClusterID, m.Term, m.Candidate, m.Started
+		cluster, term, sender, started, preVote = m.ClusterID, m.Term, m.Candidate, m.Started, m.PreVote
 	case MessageVote:
-		cluster, term, sender, started, reply = m.ClusterID, m.Term, m.Voter, m.Started, true
+		cluster, term, sender, started, reply, preVote, isVote = m.ClusterID, m.Term, m.Voter, m.Started, true, m.PreVote, true
 	case MessageHeartbeat:
 		cluster, term, sender, started = m.ClusterID, m.Term, m.Leader, m.Started
 	case MessageHeartbeatAck:
@@ -301,13 +303,6 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	// Pre-vote traffic never moves terms, so a stale term in it is no
 	// reason to ignore it: a probe's answer from a member behind us is how a
 	// leader learns the member answered.
-	preVote := false
-	switch m := msg.(type) {
-	case MessageRequestVote:
-		preVote = m.PreVote
-	case MessageVote:
-		preVote = m.PreVote
-	}
 	if term < c.term && !preVote {
 		// Stale: counted and not applied, but a request is answered with our
 		// term so its sender learns it.
@@ -322,8 +317,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	}
 	// Only a real vote answering the real election running now is held out
 	// of its tally; a pre-vote or a probe's answer admits its sender to it.
-	v, isVote := msg.(MessageVote)
-	answersElection := isVote && !v.PreVote && c.tally != nil && !c.preVoting
+	answersElection := isVote && !preVote && c.tally != nil && !c.preVoting
 	c.observe(now, from, sender, started, reply, answersElection)
 	if term > c.term && c.adoptsTerm(now, msg) {
 		leader := gen.PID{}

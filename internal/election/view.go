@@ -42,6 +42,7 @@ func (m *member) target(msg any) Outbound {
 type view struct {
 	self      gen.Atom
 	members   map[gen.Atom]*member
+	sorted    []gen.Atom             // the members' names, sorted; kept by add and remove
 	withdrawn map[gen.Atom]time.Time // node → end of its withdrawal
 }
 
@@ -55,13 +56,29 @@ func (v *view) size() int { return 1 + len(v.members) }
 func (v *view) quorum() int { return quorum.Majority(v.size()) }
 
 // nodes lists the members' node names, sorted, for deterministic iteration.
-func (v *view) nodes() []gen.Atom {
-	out := make([]gen.Atom, 0, len(v.members))
-	for n := range v.members {
-		out = append(out, n)
+// The slice is shared and never changed in place (add and remove build a new
+// one), so a loop over it may add or remove members; callers must not
+// modify it.
+func (v *view) nodes() []gen.Atom { return v.sorted }
+
+// add puts m into the view under node, keeping the sorted names.
+func (v *view) add(node gen.Atom, m *member) {
+	if _, ok := v.members[node]; !ok {
+		i, _ := slices.BinarySearch(v.sorted, node)
+		v.sorted = slices.Insert(slices.Clip(v.sorted), i, node) // Clip: a new array
 	}
-	slices.Sort(out)
-	return out
+	v.members[node] = m
+}
+
+// remove takes node out of the view.
+func (v *view) remove(node gen.Atom) {
+	if _, ok := v.members[node]; !ok {
+		return
+	}
+	delete(v.members, node)
+	if i, found := slices.BinarySearch(v.sorted, node); found {
+		v.sorted = slices.Concat(v.sorted[:i], v.sorted[i+1:]) // a new array
+	}
 }
 
 // voters lists self and every member, the electorate of a new election.
