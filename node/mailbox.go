@@ -73,16 +73,10 @@ func (q *queue) Pop() (any, bool) {
 // Len returns the number of queued items.
 func (q *queue) Len() int64 { return q.size.Load() }
 
-// drain empties the queue and returns what it held, oldest first.
-func (q *queue) drain() []any {
+// reset drops everything queued; a terminated process's mailbox is never read again.
+func (q *queue) reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := int(q.size.Load())
-	out := make([]any, 0, n)
-	for i := 0; i < n; i++ {
-		out = append(out, q.buf[(q.head+i)%len(q.buf)])
-	}
 	q.buf, q.head = nil, 0
 	q.size.Store(0)
-	return out
 }

@@ -107,14 +107,12 @@ func validName(name gen.Atom) error {
 	return nil
 }
 
-func (n *node) Name() gen.Atom           { return n.name }
-func (n *node) Creation() int64          { return n.creation }
-func (n *node) IsAlive() bool            { return n.state.Load() == nodeRunning }
-func (n *node) Uptime() time.Duration    { return time.Since(n.started) }
-func (n *node) Log() gen.Log             { return n.log }
-func (n *node) Network() gen.Network     { return n.networkOrDisabled() }
-func (n *node) isLocal(pid gen.PID) bool { return pid.Node == n.name }
-
+func (n *node) Name() gen.Atom        { return n.name }
+func (n *node) Creation() int64       { return n.creation }
+func (n *node) IsAlive() bool         { return n.state.Load() == nodeRunning }
+func (n *node) Uptime() time.Duration { return time.Since(n.started) }
+func (n *node) Log() gen.Log          { return n.log }
+func (n *node) Network() gen.Network  { return n.networkOrDisabled() }
 func (n *node) networkOrDisabled() gen.Network {
 	if n.net == nil {
 		return n.noNet

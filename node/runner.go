@@ -140,8 +140,8 @@ func (p *process) terminate(reason error) {
 		p.Log().Debug("terminated: %v", reason)
 	}
 	n.rel.targetGone(p, reason)
-	p.urgent.drain()
-	p.system.drain()
-	p.main.drain()
+	p.urgent.reset()
+	p.system.reset()
+	p.main.reset()
 	n.live.Done()
 }
