@@ -132,8 +132,18 @@ func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
 	}{string(h.node.Name()), actors})
 }
 
+// report is the sampler's latest reading (at most one sample interval old),
+// so a busy page or API client adds no inspection traffic of its own; before
+// the first sample it collects directly.
+func (h *Handler) report() (Report, error) {
+	if s, _ := h.sampler.current(); s.seq > 0 {
+		return s.report, s.err
+	}
+	return Collect(h.node)
+}
+
 func (h *Handler) serveClusters(w http.ResponseWriter, r *http.Request) {
-	report, err := Collect(h.node)
+	report, err := h.report()
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return
@@ -143,7 +153,7 @@ func (h *Handler) serveClusters(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveCluster(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("cluster")
-	report, err := Collect(h.node)
+	report, err := h.report()
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return
