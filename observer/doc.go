@@ -29,7 +29,9 @@
 //  2. Reading a cluster inspects every member, remote ones over the network;
 //     a member that does not answer costs up to the runtime's request timeout
 //     (gen.DefaultRequestTimeout) per read, so keep the sampling interval and
-//     scrape interval well above a healthy round trip.
+//     scrape interval well above a healthy round trip. The page and the JSON
+//     API serve the latest sample (at most one interval old); /metrics and
+//     the MCP tools read the cluster when asked.
 //  3. Failover durations are measured from samples, so they are only as fine
 //     as the sampling interval (see WithSampleInterval): a failover lasts from
 //     the first sample that finds no answering leader, in a cluster that had
