@@ -48,6 +48,11 @@ type Actor struct {
 	subscribers map[gen.PID]struct{}
 	// minClusterSize is Options.MinClusterSize with its default applied.
 	minClusterSize int
+	// reconfirm cancels the ConfirmInterval timer of the current leadership,
+	// nil when none is armed: one timer per leadership.
+	reconfirmCancel gen.CancelFunc
+	// registered: this actor holds its node's place in the cluster registry.
+	registered bool
 	// sameHost is the host's cell when Options.SameHost is set.
 	sameHost *sameHost
 	// reported is the role, term and leader last reported to OnTransition
@@ -86,36 +91,20 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	if err := checkRegistered(process.Node().Network()); err != nil {
 		return err
 	}
-	timings, minSize, warnings, err := options.resolve()
-	if err != nil {
-		return err
-	}
-	for _, w := range warnings {
-		a.Log().Warning("leader: %s", w)
-	}
-	if options.MinClusterSize == 0 {
-		a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", minSize)
-	}
 	var seed [16]byte
 	if _, err := crand.Read(seed[:]); err != nil {
 		return fmt.Errorf("leader: seeding the election's random source: %w", err)
 	}
-	cfg := election.Config{
-		ClusterID:          options.ClusterID,
-		Self:               gen.ProcessID{Name: process.Name(), Node: process.Node().Name()},
-		MinClusterSize:     minSize,
-		Bootstrap:          options.Bootstrap,
-		ElectionTimeoutMin: timings.min,
-		ElectionTimeoutMax: timings.max,
-		HeartbeatInterval:  timings.heartbeat,
-		GhostTTL:           timings.ghostTTL,
-		PreVote:            !options.DisablePreVote,
-		Evidence:           options.Evidence.core(),
-		FastFailover:       !options.DisableFastFailover,
-		Started:            time.Now(),
-		Prefer:             options.Prefer,
-		PreferStableFor:    timings.preferStableFor,
-		Rand:               rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))),
+	source := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	cfg, err := options.config(gen.ProcessID{Name: process.Name(), Node: process.Node().Name()}, time.Now(), source)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings() {
+		a.Log().Warning("leader: %s", w)
+	}
+	if options.MinClusterSize == 0 {
+		a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", cfg.MinClusterSize)
 	}
 	var hs election.HardState
 	if options.StateFile != "" {
@@ -123,15 +112,21 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 			return err
 		}
 	}
+	a.options = options
+	if err := register(process.PID(), options.ClusterID); err != nil {
+		return err
+	}
+	a.registered = true
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {
+		a.unregister()
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
-	a.options = options
-	a.minClusterSize = minSize
+	a.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
-		if a.sameHost, err = openSameHost(options.SameHost, timings.heartbeat); err != nil {
+		if a.sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
+			a.unregister()
 			return err
 		}
 		a.onSameHostTick(time.Now())
@@ -143,6 +138,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 				a.Log().Warning("leader: releasing the same-host cell: %v", rerr)
 			}
 		}
+		a.unregister()
 		return err
 	}
 	return nil
@@ -188,6 +184,8 @@ func (a *Actor) ProcessTerminate(reason error) {
 	for _, cancel := range a.timers {
 		cancel()
 	}
+	a.stopReconfirm()
+	a.unregister()
 	if a.sameHost != nil {
 		if err := a.sameHost.release(); err != nil {
 			a.Log().Warning("leader: releasing the same-host cell: %v", err)
@@ -218,13 +216,13 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 		}
 		a.core.Tick(now, msg.timer)
 	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
-		election.MessageHeartbeatAck, election.MessageTimeoutNow:
+		election.MessageHeartbeatAck, election.MessageTimeoutNow, election.MessageMembership:
 		a.core.Step(now, m.From, msg)
 	case reconfirmTick:
 		if !self || a.options.ConfirmInterval <= 0 {
 			return a.userMessage(m)
 		}
-		a.reconfirm()
+		a.reconfirm(msg)
 	case sameHostTick:
 		if !self || a.sameHost == nil {
 			return a.userMessage(m)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
 )
 
 // IsLeader reports whether this actor holds published leadership.
@@ -114,6 +115,27 @@ func (a *Actor) TransferLeadership(node gen.Atom) error {
 	return nil
 }
 
+// Reform is the operator's way out when a majority of the view is gone for
+// good: it replaces the view with this member and the members it heard from
+// within two election timeouts, and campaigns with it at once. It is never
+// automatic and it is dangerous: if the members left out are alive behind a
+// partition and elect their own leader, two leaders act at once
+// (docs/operations.md). The new view is logged at Warning. Errors wrap
+// gen.ErrNotAllowed when this member leads a working cluster or cannot write
+// its state.
+func (a *Actor) Reform() (election.View, error) {
+	if err := a.ready(); err != nil {
+		return election.View{}, err
+	}
+	v, err := a.core.Reform(time.Now())
+	if err != nil {
+		return election.View{}, fmt.Errorf("leader: re-form: %w", err)
+	}
+	a.Log().Warning("leader: the operator re-formed the view of cluster %q as %s; members left out must not be running a cluster of their own", a.options.ClusterID, &v)
+	a.flush()
+	return v, nil
+}
+
 // Broadcast sends message to every member of the view, by PID where known and
 // by name otherwise. It tries every member and returns how many sends failed
 // and the first error.
@@ -123,7 +145,7 @@ func (a *Actor) Broadcast(message any) (int, error) {
 	}
 	failed := 0
 	var first error
-	for _, m := range a.core.Members() {
+	for _, m := range a.core.ViewMembers() {
 		if err := a.sendTo(m.PID, m.ProcessID, message); err != nil {
 			failed++
 			if first == nil {

@@ -78,6 +78,52 @@ var inspectKeys = []inspectKey{
 		return strings.Join(out, ", ")
 	}},
 	{"ergo:ghost_ttl", func(s election.Status, _ time.Time) string { return s.GhostTTL.String() }},
+	// The agreed view.
+	{"ergo:view_epoch", func(s election.Status, _ time.Time) string {
+		return viewField(s, func(v *election.View) uint64 { return v.Stamp.Key.Epoch })
+	}},
+	{"ergo:view_term", func(s election.Status, _ time.Time) string {
+		return viewField(s, func(v *election.View) uint64 { return v.Stamp.Key.Term })
+	}},
+	{"ergo:view_lineage", func(s election.Status, _ time.Time) string {
+		if s.View == nil {
+			return ""
+		}
+		return s.View.Stamp.Lineage.String()
+	}},
+	{"ergo:view_agreed", func(s election.Status, _ time.Time) string {
+		return strconv.FormatBool(s.View != nil && s.View.Stamp.Agreed)
+	}},
+	{"ergo:view_committed", func(s election.Status, _ time.Time) string {
+		return strconv.FormatBool(s.View != nil && s.Committed == s.View.Stamp.Key)
+	}},
+	{"ergo:view_members", func(s election.Status, _ time.Time) string {
+		if s.View == nil {
+			return ""
+		}
+		out := make([]string, len(s.View.Members))
+		for i, m := range s.View.Members {
+			out[i] = m.String()
+		}
+		return strings.Join(out, ", ")
+	}},
+	{"ergo:pending_change", func(s election.Status, _ time.Time) string { return s.PendingChange }},
+	{"ergo:lagging", func(s election.Status, _ time.Time) string {
+		var out []string
+		for _, m := range s.Members {
+			if m.Lags {
+				out = append(out, string(m.Node))
+			}
+		}
+		return strings.Join(out, ", ")
+	}},
+	{"ergo:joining", func(s election.Status, _ time.Time) string {
+		if s.Joining.IsZero() {
+			return ""
+		}
+		return s.Joining.String()
+	}},
+	{"ergo:unclustered_because", func(s election.Status, _ time.Time) string { return s.Below }},
 	// The current election.
 	{"ergo:votes_granted", func(s election.Status, _ time.Time) string { return joinAtoms(s.VotesGranted) }},
 	{"ergo:votes_count", func(s election.Status, _ time.Time) string { return strconv.Itoa(s.VotesCount) }},
@@ -107,6 +153,8 @@ var inspectKeys = []inspectKey{
 	}},
 	{"ergo:send_failing_peers", func(s election.Status, _ time.Time) string { return joinAtoms(s.SendFailingPeers) }},
 	{"ergo:confirm_denied", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.ConfirmDenied, 10) }},
+	{"ergo:storage_error", func(s election.Status, _ time.Time) string { return errString(s.StorageError) }},
+	{"ergo:stopped", func(s election.Status, _ time.Time) string { return errString(s.Fatal) }},
 	{"ergo:last_denied_at", func(s election.Status, now time.Time) string { return at(s.LastDeniedAt, now) }},
 	// Counters beyond the document, for observers and benchmarks.
 	{"ergo:elections_started", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.ElectionsStarted, 10) }},
@@ -115,6 +163,9 @@ var inspectKeys = []inspectKey{
 	{"ergo:quorum_lost_stepdowns", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.QuorumLostStepDowns, 10) }},
 	{"ergo:campaign_held", func(s election.Status, _ time.Time) string { return strconv.FormatBool(s.CampaignHeld) }},
 	{"ergo:leader_conflicts", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.LeaderConflicts, 10) }},
+	{"ergo:protocol_leader", func(s election.Status, _ time.Time) string { return strconv.FormatBool(s.ProtocolLeader) }},
+	{"ergo:view_changes", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.ViewChanges, 10) }},
+	{"ergo:failed_handovers", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.FailedHandovers, 10) }},
 	{"ergo:prefer", func(s election.Status, _ time.Time) string { return s.Prefer.String() }},
 	{"ergo:preferred_transfers", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.PreferredTransfers, 10) }},
 	{"ergo:started_at", func(s election.Status, now time.Time) string { return at(s.Started, now) }},
@@ -195,14 +246,31 @@ func pidString(pid gen.PID) string {
 	return pid.String()
 }
 
+// knownPIDs lists the known PIDs of the view's members (of the declared
+// peers before any view).
 func knownPIDs(s election.Status) []string {
 	var out []string
 	for _, m := range s.Members {
-		if m.PID != (gen.PID{}) {
+		if m.PID != (gen.PID{}) && (m.InView || (s.View == nil && m.Declared)) {
 			out = append(out, m.PID.String())
 		}
 	}
 	return out
+}
+
+// viewField renders one number of the view, "" before any view.
+func viewField(s election.Status, f func(*election.View) uint64) string {
+	if s.View == nil {
+		return ""
+	}
+	return strconv.FormatUint(f(s.View), 10)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func joinAtoms(atoms []gen.Atom) string {

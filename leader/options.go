@@ -2,33 +2,35 @@ package leader
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/election"
 )
 
-// Defaults of Options, as the leader document gives them.
+// Defaults of Options, as the leader document gives them, in milliseconds
+// where they are durations.
 const (
-	DefaultMinClusterSize     = 3
-	DefaultElectionTimeoutMin = 150  // ms
-	DefaultElectionTimeoutMax = 300  // ms
-	DefaultHeartbeatInterval  = 50   // ms
-	DefaultGhostTTL           = 5000 // ms
+	DefaultMinClusterSize     = election.DefaultMinClusterSize
+	DefaultElectionTimeoutMin = int(election.DefaultElectionTimeoutMin / time.Millisecond)
+	DefaultElectionTimeoutMax = int(election.DefaultElectionTimeoutMax / time.Millisecond)
+	DefaultHeartbeatInterval  = int(election.DefaultHeartbeatInterval / time.Millisecond)
+	DefaultGhostTTL           = int(election.DefaultGhostTTL / time.Millisecond)
 )
 
 // Evidence selects what a leader accepts as proof that it still reaches a
 // peer when it checks its quorum on every heartbeat tick.
-type Evidence int
+type Evidence = election.Evidence
 
 const (
 	// EvidenceReplies (the default) counts a peer as reached only when a reply
 	// from it (a heartbeat acknowledgement or a vote answer) arrived within the
 	// window, so a half-open link cannot keep a stale leader.
-	EvidenceReplies Evidence = iota
+	EvidenceReplies = election.EvidenceReplies
 	// EvidenceContact is the leader document's rule: an accepted send or any
 	// inbound protocol message within one election timeout.
-	EvidenceContact
+	EvidenceContact = election.EvidenceContact
 )
 
 // Options configure a leader.Actor; Init returns them. Durations are integer
@@ -38,9 +40,11 @@ type Options struct {
 	// ClusterID namespaces the election; required. Messages carrying another
 	// ClusterID are dropped and counted.
 	ClusterID string
-	// MinClusterSize is the smallest view (this node plus known peers) that may
-	// have a leader. Default 3; 1 and 2 are allowed with a warning; below 1 is
-	// rejected.
+	// MinClusterSize is the smallest agreed view that may have a visible
+	// leader, and the fewest members that must acknowledge a cluster's first
+	// view. Default 3; 1 and 2 are allowed with a warning; negative is
+	// rejected. Set it above half the expected node count and two disjoint
+	// groups can never both form a cluster (docs/membership.md).
 	MinClusterSize int
 	// Bootstrap declares peers at start, exactly as Join would.
 	Bootstrap []gen.ProcessID
@@ -53,8 +57,10 @@ type Options struct {
 	// HeartbeatInterval is how often a leader asserts itself, in ms. Default
 	// 50; a warning is logged when it exceeds a third of ElectionTimeoutMin.
 	HeartbeatInterval int
-	// GhostTTL is how long, in ms, a peer whose connection dropped stays in
-	// the view before it is dropped. Default 5000.
+	// GhostTTL is how long, in ms, a member may stay silent (its connection
+	// dropped, or no message from it) before the leader removes it from the
+	// view. Default 5000. Only a leader removes members, so a side that has
+	// no leader never shrinks its view.
 	GhostTTL int
 
 	// DisablePreVote turns off PreVote and leader stickiness (on by default):
@@ -92,11 +98,15 @@ type Options struct {
 	// is too. Members in one OS process share a PID and so all hold it.
 	SameHost string
 
-	// StateFile, when set, keeps the term and the vote in this file, written
-	// atomically and fsynced before a vote is granted or a candidacy starts,
-	// and read back at start. Without it a restarted member starts at term 0
-	// and may vote a second time in a term it already voted in. A file that
-	// cannot be read or parsed makes Init fail rather than start fresh.
+	// StateFile, when set, keeps the term, the vote and the view in this
+	// file, written atomically and fsynced before a vote is granted, a
+	// candidacy starts or a view is acknowledged, and read back at start.
+	// Without it a restarted member starts at term 0 with no view and may vote
+	// a second time in a term it already voted in, or take part in a new
+	// formation (docs/membership.md says what that can break). A file that
+	// cannot be read or parsed makes Init fail rather than start fresh; one
+	// that cannot be written makes the member vote for nobody and lead nothing
+	// until a write succeeds (ergo:storage_error says why).
 	StateFile string
 
 	// OnTransition, when set, is called on the actor's goroutine after each
@@ -124,84 +134,43 @@ const (
 	PreferFunc      = election.PreferFunc
 )
 
-// electionTimings are Options' durations resolved to time.Duration, once, at
-// the boundary between the document's milliseconds and the core.
-type electionTimings struct {
-	min, max, heartbeat, ghostTTL, preferStableFor time.Duration
-}
-
-// resolve fills defaults and checks Options. It returns the resolved timings,
-// the effective MinClusterSize and the warnings Init logs.
-func (o Options) resolve() (electionTimings, int, []string, error) {
-	var warnings []string
-	if o.ClusterID == "" {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: ClusterID is required: %w", gen.ErrIncorrect)
+// config converts Options into the election's configuration: milliseconds
+// become durations here, once, and everything else (defaults, derivation of
+// one timeout bound from the other, validation, warnings) is the core's.
+// Errors wrap gen.ErrIncorrect and name the Options field.
+func (o Options) config(self gen.ProcessID, started time.Time, source *rand.Rand) (election.Config, error) {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"MinClusterSize", o.MinClusterSize}, {"ElectionTimeoutMin", o.ElectionTimeoutMin}, {"ElectionTimeoutMax", o.ElectionTimeoutMax},
+		{"HeartbeatInterval", o.HeartbeatInterval}, {"GhostTTL", o.GhostTTL}, {"PreferStableFor", o.PreferStableFor},
+		{"ConfirmInterval", o.ConfirmInterval},
+	} {
+		if f.value < 0 {
+			return election.Config{}, fmt.Errorf("leader: %s %d is negative: %w", f.name, f.value, gen.ErrIncorrect)
+		}
 	}
-	minSize := o.MinClusterSize
-	switch {
-	case minSize < 0:
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: MinClusterSize %d is below 1: %w", minSize, gen.ErrIncorrect)
-	case minSize == 0:
-		minSize = DefaultMinClusterSize
-	case minSize == 1:
-		warnings = append(warnings, "MinClusterSize 1 lets a lone node appoint itself; nothing prevents a fragment of one from operating alone")
-	case minSize == 2:
-		warnings = append(warnings, "MinClusterSize 2 gives a quorum of two out of two: losing either node ends leadership; sensible only with HandleConfirmLeader gating")
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	cfg := election.Config{
+		ClusterID:           o.ClusterID,
+		Self:                self,
+		MinClusterSize:      o.MinClusterSize,
+		Bootstrap:           o.Bootstrap,
+		ElectionTimeoutMin:  ms(o.ElectionTimeoutMin),
+		ElectionTimeoutMax:  ms(o.ElectionTimeoutMax),
+		HeartbeatInterval:   ms(o.HeartbeatInterval),
+		GhostTTL:            ms(o.GhostTTL),
+		DisablePreVote:      o.DisablePreVote,
+		Evidence:            o.Evidence,
+		DisableFastFailover: o.DisableFastFailover,
+		Started:             started,
+		Prefer:              o.Prefer,
+		PreferStableFor:     ms(o.PreferStableFor),
+		Rand:                source,
+	}.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return election.Config{}, fmt.Errorf("leader: %w", err)
 	}
-
-	lo, hi := o.ElectionTimeoutMin, o.ElectionTimeoutMax
-	if lo < 0 || hi < 0 || o.HeartbeatInterval < 0 || o.GhostTTL < 0 {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: negative duration in Options (ElectionTimeoutMin %d, ElectionTimeoutMax %d, HeartbeatInterval %d, GhostTTL %d ms): %w",
-			lo, hi, o.HeartbeatInterval, o.GhostTTL, gen.ErrIncorrect)
-	}
-	switch {
-	case lo == 0 && hi == 0:
-		lo, hi = DefaultElectionTimeoutMin, DefaultElectionTimeoutMax
-	case hi == 0:
-		hi = 2 * lo
-	case lo == 0:
-		lo = hi / 2
-	}
-	if hi <= lo {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: ElectionTimeoutMax %d ms must exceed ElectionTimeoutMin %d ms: %w", hi, lo, gen.ErrIncorrect)
-	}
-	if lo == 0 {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: ElectionTimeoutMax %d ms is too small to derive a minimum: %w", hi, gen.ErrIncorrect)
-	}
-	heartbeat := o.HeartbeatInterval
-	if heartbeat == 0 {
-		heartbeat = DefaultHeartbeatInterval
-	}
-	if heartbeat*3 > lo {
-		warnings = append(warnings, fmt.Sprintf("HeartbeatInterval %d ms is not comfortably below ElectionTimeoutMin %d ms: followers may time out between heartbeats and campaign against a healthy leader", heartbeat, lo))
-	}
-	ghost := o.GhostTTL
-	if ghost == 0 {
-		ghost = DefaultGhostTTL
-	}
-	if o.ConfirmInterval < 0 {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: ConfirmInterval %d ms is negative: %w", o.ConfirmInterval, gen.ErrIncorrect)
-	}
-	if o.PreferStableFor < 0 {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: PreferStableFor %d ms is negative: %w", o.PreferStableFor, gen.ErrIncorrect)
-	}
-	if o.Evidence != EvidenceReplies && o.Evidence != EvidenceContact {
-		return electionTimings{}, 0, nil, fmt.Errorf("leader: unknown Evidence %d: %w", o.Evidence, gen.ErrIncorrect)
-	}
-	ms := time.Millisecond
-	return electionTimings{
-		min:       time.Duration(lo) * ms,
-		max:       time.Duration(hi) * ms,
-		heartbeat: time.Duration(heartbeat) * ms,
-		ghostTTL:  time.Duration(ghost) * ms,
-
-		preferStableFor: time.Duration(o.PreferStableFor) * ms,
-	}, minSize, warnings, nil
-}
-
-func (e Evidence) core() election.Evidence {
-	if e == EvidenceContact {
-		return election.EvidenceContact
-	}
-	return election.EvidenceReplies
+	return cfg, nil
 }

@@ -19,15 +19,7 @@ func (a *Actor) flush() {
 	defer func() { a.flushing = false }()
 	for a.fatal == nil && a.core.HasReady() {
 		rd := a.core.Ready()
-		if rd.HardState != nil && a.options.StateFile != "" {
-			// Nothing may be sent before the vote is durable; a member that
-			// cannot persist it must not take part.
-			if err := saveHardState(a.options.StateFile, a.options.ClusterID, *rd.HardState); err != nil {
-				a.Log().Error("leader: %v", err)
-				a.fatal = err
-				return
-			}
-		}
+		durable := a.persist(rd.HardState)
 		for _, op := range rd.Timers {
 			a.applyTimer(op)
 		}
@@ -37,6 +29,9 @@ func (a *Actor) flush() {
 				return
 			}
 		}
+		if !durable {
+			continue // nothing may leave before the state it rests on is on disk
+		}
 		for _, out := range rd.Messages {
 			a.send(out)
 		}
@@ -44,6 +39,30 @@ func (a *Actor) flush() {
 	if a.fatal == nil {
 		a.reportTransition()
 	}
+}
+
+// persist writes hs to the state file, when there is one and something
+// changed, and reports whether the Ready's messages may be sent. A failed
+// write puts the member in the state of voting for nobody and leading
+// nothing, which it leaves once a write succeeds: the core retries every
+// ElectionTimeoutMax.
+func (a *Actor) persist(hs *election.HardState) bool {
+	if hs == nil || a.options.StateFile == "" {
+		return true
+	}
+	now := time.Now()
+	if err := saveHardState(a.options.StateFile, a.options.ClusterID, *hs); err != nil {
+		if !a.core.StorageFailing() {
+			a.Log().Error("leader: %v; voting for nobody and leading nothing until it can be written", err)
+		}
+		a.core.StorageFailed(now, err)
+		return false
+	}
+	if a.core.StorageFailing() {
+		a.Log().Info("leader: election state %s is writable again; taking part again", a.options.StateFile)
+		a.core.StorageRecovered(now)
+	}
+	return true
 }
 
 func (a *Actor) applyTimer(op election.TimerOp) {
@@ -78,15 +97,14 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 		}
 		a.core.ConfirmResult(time.Now(), e.Term, granted, err)
 	case election.BecomeLeader:
-		if a.options.ConfirmInterval > 0 {
-			a.armReconfirm()
-		}
+		a.armReconfirm(e.Term)
 		if err := a.behavior.HandleBecomeLeader(); err != nil {
 			a.core.BecomeLeaderFailed(time.Now(), err)
 			a.Log().Error("leader: HandleBecomeLeader refused leadership at term %d: %v", e.Term, err)
 			return err
 		}
 	case election.BecomeFollower:
+		a.stopReconfirm()
 		return a.behavior.HandleBecomeFollower(e.Leader)
 	case election.PeerJoined:
 		return a.behavior.HandlePeerJoined(e.PID)
@@ -106,7 +124,16 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			}
 		}
 	case election.RoleChanged:
-		a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
+		if e.To == election.RoleUnclustered {
+			a.Log().Info("leader: %s -> unclustered at term %d (cluster %q): %s", e.From, e.Term, a.options.ClusterID, e.Below)
+		} else {
+			a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
+		}
+	case election.ViewChanged:
+		a.Log().Info("leader: view of cluster %q is now %s (%s)", a.options.ClusterID, e.To, e.Reason)
+	case election.Fatal:
+		a.Log().Error("leader: cluster %q: %v", a.options.ClusterID, e.Err)
+		return e.Err
 	}
 	return nil
 }
@@ -150,29 +177,49 @@ func (a *Actor) sendTo(pid gen.PID, name gen.ProcessID, message any) error {
 	return a.Send(name, message)
 }
 
-// reconfirmTick is the self-sent timer of Options.ConfirmInterval.
-type reconfirmTick struct{}
+// reconfirmTick is the self-sent timer of Options.ConfirmInterval, tagged
+// with the term of the leadership it belongs to.
+type reconfirmTick struct{ term uint64 }
 
-func (a *Actor) armReconfirm() {
+// armReconfirm arms the ConfirmInterval timer of the leadership at term,
+// replacing any earlier one: one timer per leadership, however often the
+// member is re-elected.
+func (a *Actor) armReconfirm(term uint64) {
+	a.stopReconfirm()
+	if a.options.ConfirmInterval <= 0 {
+		return
+	}
 	after := time.Duration(a.options.ConfirmInterval) * time.Millisecond
-	if _, err := a.SendAfter(a.PID(), reconfirmTick{}, after); err != nil {
+	cancel, err := a.SendAfter(a.PID(), reconfirmTick{term: term}, after)
+	if err != nil {
 		a.Log().Warning("leader: arming the reconfirmation timer: %v", err)
+		return
+	}
+	a.reconfirmCancel = cancel
+}
+
+// stopReconfirm cancels the ConfirmInterval timer, if armed.
+func (a *Actor) stopReconfirm() {
+	if a.reconfirmCancel != nil {
+		a.reconfirmCancel()
+		a.reconfirmCancel = nil
 	}
 }
 
 // reconfirm consults HandleConfirmLeader again while leading; a denial ends
-// the leadership. The timer runs only while this actor leads.
-func (a *Actor) reconfirm() {
-	if !a.core.IsLeader() {
+// the leadership. A tick of an earlier leadership is ignored.
+func (a *Actor) reconfirm(t reconfirmTick) {
+	if !a.core.IsLeader() || t.term != a.core.Term() {
 		return
 	}
+	a.reconfirmCancel = nil
 	granted, err := a.behavior.HandleConfirmLeader()
 	if err != nil || !granted {
 		a.Log().Warning("leader: HandleConfirmLeader denied leadership at term %d mid-term (%v); stepping down", a.core.Term(), err)
 	}
 	a.core.Reconfirm(time.Now(), granted, err)
 	if a.core.IsLeader() {
-		a.armReconfirm()
+		a.armReconfirm(t.term)
 	}
 }
 

@@ -15,6 +15,21 @@ type (
 	MessageHeartbeatAck = election.MessageHeartbeatAck
 	// MessageTimeoutNow hands leadership over: its receiver campaigns at once.
 	MessageTimeoutNow = election.MessageTimeoutNow
+	// MessageMembership asks the leader to admit or remove members.
+	MessageMembership = election.MessageMembership
+	// Header is what every election message carries: cluster, term, sender
+	// and the stamp of the sender's view.
+	Header = election.Header
+)
+
+// The agreed view, as Reform returns it and inspection describes it
+// (docs/membership.md): a versioned membership the leader changes one member
+// at a time.
+type (
+	View      = election.View
+	ViewStamp = election.ViewStamp
+	ViewKey   = election.ViewKey
+	Lineage   = election.Lineage
 )
 
 // NetworkTypes returns the types the election sends between nodes. Register

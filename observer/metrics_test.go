@@ -88,7 +88,7 @@ func TestMetricsDescribeEveryMember(t *testing.T) {
 	want := c.healthy(t, 0)
 	s := serve(t, c.nodes[0])
 	// A heartbeat from another cluster: the local member drops it by reason.
-	require.NoError(t, c.nodes[0].Send(c.pids[0], leader.MessageHeartbeat{ClusterID: "intruder", Term: 1, Leader: gen.ProcessID{Name: memberName, Node: "x@127.0.0.1"}}))
+	require.NoError(t, c.nodes[0].Send(c.pids[0], leader.MessageHeartbeat{Header: leader.Header{ClusterID: "intruder", Term: 1, From: gen.ProcessID{Name: memberName, Node: "x@127.0.0.1"}}}))
 
 	// Poll until one scrape shows the cluster at rest and the drop: a loaded
 	// machine may hold an election between two scrapes.

@@ -1,39 +1,47 @@
 package election
 
 import (
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/quorum"
 )
 
 // New makes the core of one member. self is this member's PID on node
 // cfg.Self.Node and hs the persisted state (zero for a fresh start). The core
-// starts as follower with its election timer armed, or unclustered when
-// Bootstrap leaves the view below MinClusterSize; it sends a pre-vote probe to
-// each Bootstrap peer. The first Ready holds those timers and probes.
+// starts as follower with its election timer armed and probes each Bootstrap
+// peer; the first Ready holds those. Errors wrap gen.ErrIncorrect for a bad
+// Config or a stored term that cannot be incremented, gen.ErrMalformed for a
+// stored view that does not hold together.
 func New(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, error) {
 	c, err := newCore(cfg, self, hs, now)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range c.view.nodes() {
-		c.negotiate(now, c.view.members[n])
+	for _, n := range c.peers.nodes() {
+		c.negotiate(now, c.peers.get(n))
 	}
+	c.publish(now)
 	return c, nil
 }
 
 // Step feeds one message from the peer process from. Protocol messages (the
 // Message* types of this package) are applied; anything else, a foreign
-// ClusterID, a stale term or a withdrawn sender is dropped and counted by
-// reason in Status.Dropped.
-func (c *Core) Step(now time.Time, from gen.PID, msg any) { c.step(now, from, msg) }
+// ClusterID, a stale term, a withdrawn sender, a second actor of the cluster
+// on one node or an outsider's term is dropped and counted by reason in
+// Status.Dropped.
+func (c *Core) Step(now time.Time, from gen.PID, msg any) {
+	c.step(now, from, msg)
+	c.publish(now)
+}
 
 // Tick reports that a timer armed through Ready.Timers fired. A stale one
 // (cancelled or re-armed since) is ignored.
 func (c *Core) Tick(now time.Time, t Timer) {
 	if !c.fire(t) {
-		c.staleTimers++
+		c.stats.staleTimers++
 		return
 	}
 	switch t.Kind {
@@ -41,29 +49,42 @@ func (c *Core) Tick(now time.Time, t Timer) {
 		c.onElectionTimeout(now)
 	case TimerHeartbeat:
 		c.onHeartbeatTick(now)
-	case TimerGhost:
-		c.onGhostTick(now)
 	case TimerProbe:
 		c.onProbeTick(now)
+	case TimerStorage:
+		c.onStorageTick()
 	}
+	c.publish(now)
 }
 
-// Join declares peer a member: it counts toward the view at once, before it
-// answers, and gets a message that opens negotiation without spending anyone's
-// vote. Idempotent per node; a join cancels a withdrawal by Leave. Errors wrap
-// gen.ErrIncorrect for an empty name or this member's own node.
-func (c *Core) Join(now time.Time, peer gen.ProcessID) error { return c.join(now, peer) }
+// Join declares peer: before any view exists it counts toward the formation
+// at once; once a view exists, the leader is asked to admit it as soon as it
+// answers. Idempotent per node; a join cancels a withdrawal by Leave. Errors
+// wrap gen.ErrIncorrect for an empty name or this member's own node.
+func (c *Core) Join(now time.Time, peer gen.ProcessID) error {
+	err := c.join(now, peer)
+	c.publish(now)
+	return err
+}
 
-// Leave withdraws node from the view and from every later quorum; messages
-// from it are dropped for ElectionTimeoutMax so traffic in flight cannot
-// re-admit it. Errors wrap gen.ErrIncorrect for an empty name or self.
-func (c *Core) Leave(now time.Time, node gen.Atom) error { return c.leave(now, node) }
+// Leave withdraws node: the leader is asked to remove it from the view, and
+// it is neither probed nor admitted for ElectionTimeoutMax, so traffic in
+// flight cannot re-admit it. Errors wrap gen.ErrIncorrect for an empty name
+// or self.
+func (c *Core) Leave(now time.Time, node gen.Atom) error {
+	err := c.leave(now, node)
+	c.publish(now)
+	return err
+}
 
-// PeerDown reports a monitor's down message for pid. A reason that is
-// gen.ErrNoConnection keeps the member as unreachable (only its PID is
-// forgotten) until it speaks again or GhostTTL passes; any other reason
-// removes it at once.
-func (c *Core) PeerDown(now time.Time, pid gen.PID, reason error) { c.peerDown(now, pid, reason) }
+// PeerDown reports a monitor's down message for pid. gen.ErrNoConnection
+// marks the member unreachable (its PID forgotten); any other reason makes a
+// leader remove it at once. Either way a follower whose leader went down
+// campaigns soon (fast failover).
+func (c *Core) PeerDown(now time.Time, pid gen.PID, reason error) {
+	c.peerDown(now, pid, reason)
+	c.publish(now)
+}
 
 // ConfirmResult reports what HandleConfirmLeader answered for a Confirm effect
 // at term. Only granted with a nil error publishes leadership; a false or an
@@ -72,49 +93,91 @@ func (c *Core) PeerDown(now time.Time, pid gen.PID, reason error) { c.peerDown(n
 // no longer current are ignored.
 func (c *Core) ConfirmResult(now time.Time, term uint64, granted bool, err error) {
 	c.confirmResult(now, term, granted, err)
+	c.publish(now)
 }
 
-// Reconfirm reports what HandleConfirmLeader answered when a leader
-// consulted it again mid-term (leader.Options.ConfirmInterval): a false or an
-// error ends the leadership, so an external lease lost mid-term ends it too.
-// The member then re-campaigns after the denial backoff. A report that
-// arrives when this member no longer leads is ignored.
-func (c *Core) Reconfirm(now time.Time, granted bool, err error) { c.reconfirm(now, granted, err) }
+// Reconfirm reports what HandleConfirmLeader answered when a visible leader
+// consulted it again mid-term: a false or an error ends the leadership.
+func (c *Core) Reconfirm(now time.Time, granted bool, err error) {
+	c.reconfirm(now, granted, err)
+	c.publish(now)
+}
 
 // BecomeLeaderFailed reports that HandleBecomeLeader returned err: the member
 // steps down again. The shell then terminates the actor with err.
 func (c *Core) BecomeLeaderFailed(now time.Time, err error) {
-	if c.role != RoleLeader {
-		return
+	if c.role == RoleLeader {
+		c.leaderErr = err
+		c.becomeFollower(now, gen.PID{})
 	}
-	c.lastLeaderErr = err
-	c.becomeFollower(now, gen.PID{})
+	c.publish(now)
 }
 
 // SendFailed reports that sending a Ready message to node failed with err. It
 // marks the peer as send-failing (Status.SendFailingPeers) and withdraws the
 // send as evidence of contact; sends not reported count as accepted.
 func (c *Core) SendFailed(now time.Time, to gen.Atom, err error) {
-	m := c.view.members[to]
-	if m == nil {
-		return // a probe or a reply to a non-member: nothing to track
+	if p := c.peers.get(to); p != nil {
+		p.sendFailing = true
+		p.lastSendErr = err
+		p.steadySince = time.Time{}
 	}
-	m.sendFailing = true
-	m.lastSendErr = err
-	m.steadySince = time.Time{}
 }
 
-// StepDown hands leadership over to the reachable peer that answered most
-// recently: this member becomes follower (a BecomeFollower effect comes
-// first) and sends that peer MessageTimeoutNow. Errors wrap gen.ErrNotAllowed
-// when this member does not lead or no peer is reachable.
-func (c *Core) StepDown(now time.Time) error { return c.stepDown(now) }
+// StorageFailed reports that the HardState of the last Ready could not be
+// written: the shell must not send that Ready's messages. The member then
+// votes for nobody and leads nothing (Role unclustered) until a write
+// succeeds; it arms TimerStorage to have its state written again.
+func (c *Core) StorageFailed(now time.Time, err error) {
+	c.storageFailed(now, err)
+	c.publish(now)
+}
+
+// StorageRecovered reports that the HardState was written after a failure:
+// the member takes part again.
+func (c *Core) StorageRecovered(now time.Time) {
+	c.storageRecovered(now)
+	c.publish(now)
+}
+
+// StorageFailing reports whether the member waits for its state to be written.
+func (c *Core) StorageFailing() bool { return c.storageErr != nil }
+
+// StepDown hands leadership over to the reachable member that answered most
+// recently, preferring one that has not failed a handover lately: this
+// member becomes follower (a BecomeFollower effect comes first) and sends it
+// MessageTimeoutNow. Errors wrap gen.ErrNotAllowed when this member does not
+// lead or no member is reachable.
+func (c *Core) StepDown(now time.Time) error {
+	err := c.stepDown(now)
+	c.publish(now)
+	return err
+}
 
 // TransferLeadership is StepDown to a chosen node. Errors wrap
 // gen.ErrNotAllowed when this member does not lead or the node is not
-// reachable, gen.ErrIncorrect when it is not a member.
+// reachable, gen.ErrIncorrect when it is not a member of the view.
 func (c *Core) TransferLeadership(now time.Time, to gen.Atom) error {
-	return c.transferLeadership(now, to)
+	err := c.transferLeadership(now, to)
+	c.publish(now)
+	return err
+}
+
+// Reform is the operator's way out when a majority of the view is gone for
+// good: it replaces the view with this member and the members it heard from
+// within two election timeouts, marks it agreed and campaigns with it at once.
+// It breaks the intersection of quorums on purpose: if the members left out
+// are alive behind a partition and elect their own leader, two leaders act.
+// It returns the new view. Errors wrap gen.ErrNotAllowed when this member
+// leads a working cluster, its state cannot be written or its term is
+// exhausted.
+func (c *Core) Reform(now time.Time) (View, error) {
+	v, err := c.reform(now)
+	c.publish(now)
+	if err != nil {
+		return View{}, err
+	}
+	return *v, nil
 }
 
 // SetCampaign says whether this member may start elections. The same-host
@@ -128,9 +191,10 @@ func (c *Core) SetCampaign(now time.Time, allowed bool) {
 		return
 	}
 	c.campaignHeld = !allowed
-	if allowed && c.role == RoleFollower && !c.leaderLive(now) {
+	if allowed && c.role == RoleFollower && !c.leaderLive(now) && c.mayCampaign() {
 		c.armElectionAfter(now, c.failoverDelay())
 	}
+	c.publish(now)
 }
 
 // HasReady reports whether Ready has anything to do.
@@ -142,35 +206,62 @@ func (c *Core) HasReady() bool { return c.hasReady() }
 // produce more.
 func (c *Core) Ready() Ready { return c.takeReady() }
 
-// Role is this member's current role.
-func (c *Core) Role() Role { return c.role }
+// Role is the role the user sees (see Status.Role).
+func (c *Core) Role() Role { return c.visibleRole() }
 
 // Term is the current term.
 func (c *Core) Term() uint64 { return c.term }
 
 // Leader is the PID of the leader this member recognises (itself when it
-// leads), zero when none.
+// leads, visibly or not), zero when none.
 func (c *Core) Leader() gen.PID { return c.leader }
 
 // IsLeader reports whether this member holds published leadership.
-func (c *Core) IsLeader() bool { return c.role == RoleLeader }
+func (c *Core) IsLeader() bool { return c.visibleRole() == RoleLeader }
 
-// FencingToken is the term at which this member holds leadership, zero when
-// it does not lead. Terms only grow and each has at most one leader, so tokens
-// of successive leaders strictly increase.
+// IsProtocolLeader reports whether this member leads the election, visibly
+// or not.
+func (c *Core) IsProtocolLeader() bool { return c.role == RoleLeader }
+
+// FencingToken is the term at which this member holds published leadership,
+// zero when it does not. Terms only grow and each has at most one leader per
+// cluster, so tokens of successive leaders of a cluster strictly increase.
 func (c *Core) FencingToken() uint64 {
-	if c.role != RoleLeader {
+	if !c.IsLeader() {
 		return 0
 	}
 	return c.term
 }
 
-// Peers lists the members whose PID is known, by node name.
+// View is a copy of the latest view this member accepted; ok is false before
+// any.
+func (c *Core) View() (v View, ok bool) {
+	if c.view == nil {
+		return View{}, false
+	}
+	return *c.view.clone(), true
+}
+
+// viewPeers lists the peers that make up the view: its members, or the
+// declared peers before any view exists.
+func (c *Core) viewPeers() []*peer {
+	var out []*peer
+	for _, n := range c.peers.nodes() {
+		p := c.peers.get(n)
+		if c.view.has(n) || (c.view == nil && p.declared) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Peers lists the PIDs known of the members of the view (the declared
+// peers before any view), by node name.
 func (c *Core) Peers() []gen.PID {
 	var out []gen.PID
-	for _, n := range c.view.nodes() {
-		if pid := c.view.members[n].pid; pid != (gen.PID{}) {
-			out = append(out, pid)
+	for _, p := range c.viewPeers() {
+		if p.pid != (gen.PID{}) {
+			out = append(out, p.pid)
 		}
 	}
 	return out
@@ -179,53 +270,94 @@ func (c *Core) Peers() []gen.PID {
 // PeerCount is len(Peers()).
 func (c *Core) PeerCount() int { return len(c.Peers()) }
 
-// HasPeer reports whether pid is the known PID of a member.
-func (c *Core) HasPeer(pid gen.PID) bool { return c.view.byPID(pid) != nil }
+// HasPeer reports whether pid is the known PID of a member of the view.
+func (c *Core) HasPeer(pid gen.PID) bool {
+	p := c.peers.byPID(pid)
+	return p != nil && (c.view.has(pid.Node) || (c.view == nil && p.declared))
+}
 
-// Members describes every member of the view except this one, by node name;
-// Broadcast addresses each by PID when known, by ProcessID otherwise.
+// Members describes every peer this member knows except itself, by node
+// name: the members of its view, declared peers, and peers that contacted it.
 func (c *Core) Members() []MemberStatus {
-	out := make([]MemberStatus, 0, len(c.view.members))
-	for _, n := range c.view.nodes() {
-		out = append(out, c.view.members[n].status(n))
+	out := make([]MemberStatus, 0, len(c.peers.sorted))
+	for _, n := range c.peers.nodes() {
+		out = append(out, c.memberStatus(c.peers.get(n)))
 	}
 	return out
 }
 
-// ViewSize counts this member and every other member of the view.
-func (c *Core) ViewSize() int { return c.view.size() }
+// ViewMembers describes the members of the view other than this one (the
+// declared peers before any view); Broadcast addresses each by PID when
+// known, by name otherwise.
+func (c *Core) ViewMembers() []MemberStatus {
+	ps := c.viewPeers()
+	out := make([]MemberStatus, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, c.memberStatus(p))
+	}
+	return out
+}
 
-// Quorum is the majority of the current view, counting this member.
-func (c *Core) Quorum() int { return c.view.quorum() }
+func (c *Core) memberStatus(p *peer) MemberStatus {
+	var sendErr error
+	if p.sendFailing {
+		sendErr = p.lastSendErr
+	}
+	ms := MemberStatus{
+		Node: p.id.Node, ProcessID: p.id, PID: p.pid, InView: c.view.has(p.id.Node), Declared: p.declared,
+		UnreachableSince: p.unreachableSince, SendError: sendErr, Started: p.started,
+	}
+	if c.role == RoleLeader && ms.InView {
+		ms.Acked = p.acked
+		ms.Lags = p.ackedTerm != c.term || p.acked.Lineage != c.view.Stamp.Lineage || p.acked.Key != c.view.Stamp.Key
+	}
+	return ms
+}
+
+// ViewSize counts the members of the view, this one included; before any
+// view, the declared set.
+func (c *Core) ViewSize() int {
+	if c.view != nil {
+		return c.view.size()
+	}
+	return len(c.declaredSet())
+}
+
+// Quorum is the majority of ViewSize.
+func (c *Core) Quorum() int { return quorum.Majority(c.ViewSize()) }
 
 // VotesGranted counts the votes behind the current or last election this
 // member ran, itself included.
 func (c *Core) VotesGranted() int { return len(c.lastGranted) }
 
-// HardState is the term and vote as they stand.
-func (c *Core) HardState() HardState { return HardState{Term: c.term, VotedFor: c.votedFor} }
+// HardState is the term, vote and view as they stand.
+func (c *Core) HardState() HardState {
+	return HardState{Term: c.term, VotedFor: c.votedFor, View: c.view.clone()}
+}
 
-// Status snapshots everything inspection shows. now is unused by the core
-// today but keeps the signature stable for age-based fields.
+// Status snapshots everything inspection shows.
 func (c *Core) Status(now time.Time) Status {
 	s := Status{
-		Role:                  c.role,
+		Role:                  c.visibleRole(),
+		ProtocolLeader:        c.role == RoleLeader,
 		Term:                  c.term,
 		VotedFor:              c.votedFor,
 		TermChangedAt:         c.termChangedAt,
 		Leader:                c.leader,
 		LeaderNode:            c.leader.Node,
 		ClusterID:             c.cfg.ClusterID,
-		ViewSize:              c.view.size(),
-		Quorum:                c.view.quorum(),
+		View:                  c.view.clone(),
+		Committed:             c.committed,
+		Below:                 c.below(),
+		Joining:               c.outside.stamp.Lineage,
+		ViewSize:              c.ViewSize(),
+		Quorum:                c.Quorum(),
 		MinClusterSize:        c.cfg.MinClusterSize,
 		Members:               c.Members(),
 		Bootstrap:             slices.Clone(c.cfg.Bootstrap),
 		GhostTTL:              c.cfg.GhostTTL,
 		VotesGranted:          slices.Clone(c.lastGranted),
 		VotesCount:            len(c.lastGranted),
-		PreVoting:             c.preVoting,
-		AwaitingConfirm:       c.awaitingConfirm,
 		ElectionTimerArmed:    c.timers[TimerElection].armed,
 		ProbeTimerArmed:       c.timers[TimerProbe].armed,
 		CampaignHeld:          c.campaignHeld,
@@ -235,28 +367,36 @@ func (c *Core) Status(now time.Time) Status {
 		ElectionTimeoutMin:    c.cfg.ElectionTimeoutMin,
 		ElectionTimeoutMax:    c.cfg.ElectionTimeoutMax,
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,
-		Dropped:               make(map[string]uint64, len(c.dropped)),
-		ConfirmDenied:         c.confirmDenied,
-		LastDeniedAt:          c.lastDeniedAt,
-		LastDenyError:         c.lastDenyErr,
-		LastBecomeLeaderError: c.lastLeaderErr,
-		ElectionsStarted:      c.electionsStarted,
-		ElectionsWon:          c.electionsWon,
-		LeadershipChanges:     c.leaderChanges,
-		Rounds:                c.rounds,
-		QuorumLostStepDowns:   c.quorumLost,
-		LeaderConflicts:       c.conflicts,
-		StaleTimers:           c.staleTimers,
+		Dropped:               maps.Clone(c.stats.dropped),
+		ConfirmDenied:         c.stats.confirmDenied,
+		LastDeniedAt:          c.stats.lastDeniedAt,
+		LastDenyError:         c.lastDenied,
+		LastBecomeLeaderError: c.leaderErr,
+		StorageError:          c.storageErr,
+		Fatal:                 c.fatal,
+		ElectionsStarted:      c.stats.electionsStarted,
+		ElectionsWon:          c.stats.electionsWon,
+		LeadershipChanges:     c.stats.leaderChanges,
+		Rounds:                c.stats.rounds,
+		QuorumLostStepDowns:   c.stats.quorumLost,
+		LeaderConflicts:       c.stats.conflicts,
+		ViewChanges:           c.stats.viewChanges,
+		StaleTimers:           c.stats.staleTimers,
 		Started:               c.cfg.Started,
 		Prefer:                c.cfg.Prefer.Kind,
-		PreferStableFor:       c.cfg.preferStableFor(),
-		PreferredTransfers:    c.preferredTransfers,
+		PreferStableFor:       c.cfg.PreferStableFor,
+		PreferredTransfers:    c.stats.preferredTransfers,
+		FailedHandovers:       c.stats.failedHandovers,
 	}
-	for k, v := range c.dropped {
-		s.Dropped[k] = v
+	if c.camp != nil {
+		s.PreVoting, s.Formation = c.camp.preVote, c.camp.formation
 	}
-	for _, n := range c.view.nodes() {
-		if c.view.members[n].sendFailing {
+	if c.lead != nil {
+		s.PendingChange = c.lead.change
+		s.AwaitingConfirm = c.lead.awaitingConfirm
+	}
+	for _, n := range c.peers.nodes() {
+		if c.peers.get(n).sendFailing {
 			s.SendFailingPeers = append(s.SendFailingPeers, n)
 		}
 	}

@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -9,110 +10,125 @@ import (
 )
 
 // Evidence selects what counts, on a leader's heartbeat tick, as having
-// reached a member within the last election timeout.
+// reached a member within the evidence window.
 type Evidence int
 
 const (
+	// EvidenceReplies (the default) counts only replies (vote answers and
+	// heartbeat acknowledgements), so a leader whose sends vanish into a dead
+	// connection still steps down.
+	EvidenceReplies Evidence = iota
 	// EvidenceContact is the leader document's rule: an accepted send to the
 	// member or any inbound protocol message from it.
-	EvidenceContact Evidence = iota
-	// EvidenceReplies counts only replies (vote answers and heartbeat
-	// acknowledgements), so a leader whose sends vanish into a dead connection
-	// still steps down.
-	EvidenceReplies
+	EvidenceContact
 )
 
 // String names the evidence rule.
 func (e Evidence) String() string {
 	switch e {
-	case EvidenceContact:
-		return "contact"
 	case EvidenceReplies:
 		return "replies"
+	case EvidenceContact:
+		return "contact"
 	}
 	return "unknown"
 }
 
-// Config is one member's election configuration. Every member of a cluster
-// should use the same values; the shell (leader.Actor) fills in defaults.
+// The defaults of Config, as the leader document gives them.
+const (
+	DefaultMinClusterSize     = 3
+	DefaultElectionTimeoutMin = 150 * time.Millisecond
+	DefaultElectionTimeoutMax = 300 * time.Millisecond
+	DefaultHeartbeatInterval  = 50 * time.Millisecond
+	DefaultGhostTTL           = 5 * time.Second
+)
+
+// Config is one member's election configuration. The zero value of every
+// optional field means its production default (WithDefaults), so the shell,
+// the simulator and tests all run the same protocol unless they say
+// otherwise. Every member of a cluster should use the same values.
 type Config struct {
-	// ClusterID namespaces the election; messages with another one are dropped.
-	// Required.
+	// ClusterID namespaces the election; messages with another one are
+	// dropped. Required.
 	ClusterID string
-	// Self is this member's registered name and node, carried in every message
-	// so peers can reach it again by name. Required.
+	// Self is this member's registered name and node, carried in every
+	// message so peers can reach it again by name. Required.
 	Self gen.ProcessID
-	// MinClusterSize is the smallest view that may have a leader; a smaller
-	// view is unclustered. At least 1.
+	// MinClusterSize is the smallest agreed view that may have a visible
+	// leader, and the fewest members that must acknowledge a cluster's first
+	// view. Default 3; at least 1.
 	MinClusterSize int
-	// Bootstrap peers are declared at start exactly as by Join; entries naming
-	// this node are skipped.
+	// Bootstrap peers are declared at start exactly as by Join; entries
+	// naming this node are skipped.
 	Bootstrap []gen.ProcessID
 	// ElectionTimeoutMin and ElectionTimeoutMax bound the randomised wait
-	// before a follower campaigns; Max must not be below Min. Both positive.
+	// before a follower campaigns. Defaults 150 ms and 300 ms; set one and
+	// the other is derived (Min doubles to Max, Max halves to Min). Max must
+	// exceed Min.
 	ElectionTimeoutMin time.Duration
 	ElectionTimeoutMax time.Duration
 	// HeartbeatInterval is how often a leader asserts itself and checks its
-	// quorum evidence. Positive; it should be comfortably below
-	// ElectionTimeoutMin, which the shell warns about but the core does not
-	// enforce: with slower heartbeats followers time out between them and
-	// campaign against a healthy leader (spurious elections), and the leader's
-	// evidence window widens to two heartbeat intervals so its own pace alone
-	// does not cost it the quorum.
+	// quorum evidence. Default 50 ms. It should be comfortably below
+	// ElectionTimeoutMin (Warnings says when it is not): slower heartbeats
+	// let followers time out between them, and the leader's evidence window
+	// widens to two heartbeat intervals.
 	HeartbeatInterval time.Duration
-	// GhostTTL is how long a member whose connection dropped stays in the view
-	// before it is dropped. Positive.
+	// GhostTTL is how long a member of the view may stay silent before its
+	// leader removes it. Default 5 s.
 	GhostTTL time.Duration
-	// PreVote makes a would-be candidate ask first whether it could win, and
-	// makes voters that heard from a live leader within ElectionTimeoutMin
-	// refuse (leader stickiness), so an isolated member cannot disrupt a
-	// healthy cluster when it returns.
-	PreVote bool
-	// Evidence is the leader's rule for having reached a member.
+	// DisablePreVote turns off PreVote and leader stickiness (on by default).
+	DisablePreVote bool
+	// Evidence is the leader's rule for having reached a member; the zero
+	// value is EvidenceReplies.
 	Evidence Evidence
-	// FastFailover makes a follower that is told its leader went down campaign
-	// (or pre-vote, when the drop is only a lost connection) after a short
-	// random delay below HeartbeatInterval instead of a full election timeout.
-	FastFailover bool
-	// Started is when this member started (the shell passes the actor's start
-	// time). It travels in every message so peers can rank members for
-	// PreferOldest; zero means unknown, which PreferOldest refuses.
+	// DisableFastFailover turns off campaigning soon after the leader is
+	// reported down (on by default).
+	DisableFastFailover bool
+	// Started is when this member started. It travels in every message so
+	// peers can rank members for PreferOldest; zero means unknown.
 	Started time.Time
-	// Prefer chooses a preferred leader: a leader that sees a more preferred
-	// member answering steadily for PreferStableFor hands leadership to it.
-	// The zero value (PreferNone) never hands over on its own.
+	// Prefer chooses a preferred leader; the zero value never hands over on
+	// its own.
 	Prefer Preference
 	// PreferStableFor is how long a more preferred member must have answered
-	// without a gap (each reply within the evidence window of the one before)
-	// before the leader hands over to it. Zero means 2×ElectionTimeoutMax; not
-	// negative.
+	// without a gap before the leader hands over to it. Default
+	// 2 × ElectionTimeoutMax; not negative.
 	PreferStableFor time.Duration
-	// Rand is the only source of randomness (election timeouts, delays), so a
-	// seeded source makes a run reproducible. Required; owned by the Core.
+	// Rand is the only source of randomness, so a seeded source makes a run
+	// reproducible. Required; owned by the Core.
 	Rand *rand.Rand
 }
 
-// evidenceWindow is how recent contact must be, on a leader's heartbeat tick,
-// to count as having reached a member: ElectionTimeoutMin, or two heartbeat
-// intervals when heartbeats are not faster than that (a slower pace would
-// otherwise make every tick look like a lost quorum).
-func (c Config) evidenceWindow() time.Duration {
-	if c.HeartbeatInterval >= c.ElectionTimeoutMin {
-		return 2 * c.HeartbeatInterval
+// WithDefaults returns c with every zero optional field set to its default
+// and one election timeout bound derived from the other when only one is set.
+func (c Config) WithDefaults() Config {
+	if c.MinClusterSize == 0 {
+		c.MinClusterSize = DefaultMinClusterSize
 	}
-	return c.ElectionTimeoutMin
-}
-
-// preferStableFor is PreferStableFor with its default applied.
-func (c Config) preferStableFor() time.Duration {
+	switch {
+	case c.ElectionTimeoutMin == 0 && c.ElectionTimeoutMax == 0:
+		c.ElectionTimeoutMin, c.ElectionTimeoutMax = DefaultElectionTimeoutMin, DefaultElectionTimeoutMax
+	case c.ElectionTimeoutMax == 0:
+		c.ElectionTimeoutMax = 2 * c.ElectionTimeoutMin
+	case c.ElectionTimeoutMin == 0:
+		c.ElectionTimeoutMin = c.ElectionTimeoutMax / 2
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.GhostTTL == 0 {
+		c.GhostTTL = DefaultGhostTTL
+	}
 	if c.PreferStableFor == 0 {
-		return 2 * c.ElectionTimeoutMax
+		c.PreferStableFor = 2 * c.ElectionTimeoutMax
 	}
-	return c.PreferStableFor
+	return c
 }
 
-// Validate reports the first problem with c; errors wrap gen.ErrIncorrect.
+// Validate reports the first problem with c once defaults are applied;
+// errors wrap gen.ErrIncorrect and name the field.
 func (c Config) Validate() error {
+	c = c.WithDefaults()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("election: config: %s: %w", fmt.Sprintf(format, args...), gen.ErrIncorrect)
 	}
@@ -125,8 +141,8 @@ func (c Config) Validate() error {
 		return bad("MinClusterSize must be at least 1, got %d", c.MinClusterSize)
 	case c.ElectionTimeoutMin <= 0:
 		return bad("ElectionTimeoutMin must be positive, got %s", c.ElectionTimeoutMin)
-	case c.ElectionTimeoutMax < c.ElectionTimeoutMin:
-		return bad("ElectionTimeoutMax %s is below ElectionTimeoutMin %s", c.ElectionTimeoutMax, c.ElectionTimeoutMin)
+	case c.ElectionTimeoutMax <= c.ElectionTimeoutMin:
+		return bad("ElectionTimeoutMax %s must exceed ElectionTimeoutMin %s", c.ElectionTimeoutMax, c.ElectionTimeoutMin)
 	case c.HeartbeatInterval <= 0:
 		return bad("HeartbeatInterval must be positive, got %s", c.HeartbeatInterval)
 	case c.GhostTTL <= 0:
@@ -148,3 +164,39 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// Warnings lists what is allowed but probably a mistake in c (defaults
+// applied), for the shell to log at start.
+func (c Config) Warnings() []string {
+	c = c.WithDefaults()
+	var out []string
+	switch c.MinClusterSize {
+	case 1:
+		out = append(out, "MinClusterSize 1 lets a lone node appoint itself; nothing prevents a fragment of one from operating alone")
+	case 2:
+		out = append(out, "MinClusterSize 2 gives a quorum of two out of two: losing either node ends leadership; sensible only with HandleConfirmLeader gating")
+	}
+	if 3*c.HeartbeatInterval > c.ElectionTimeoutMin {
+		out = append(out, fmt.Sprintf("HeartbeatInterval %s is not comfortably below ElectionTimeoutMin %s: followers may time out between heartbeats and campaign against a healthy leader",
+			c.HeartbeatInterval, c.ElectionTimeoutMin))
+	}
+	return out
+}
+
+// evidenceWindow is how recent contact must be, on a leader's heartbeat tick,
+// to count as having reached a member: ElectionTimeoutMin, or two heartbeat
+// intervals when heartbeats are not faster than that.
+func (c Config) evidenceWindow() time.Duration {
+	if c.HeartbeatInterval >= c.ElectionTimeoutMin {
+		return 2 * c.HeartbeatInterval
+	}
+	return c.ElectionTimeoutMin
+}
+
+// preVote and fastFailover read the negative options positively.
+func (c Config) preVote() bool      { return !c.DisablePreVote }
+func (c Config) fastFailover() bool { return !c.DisableFastFailover }
+
+// lastTerm is the highest term a member may move to: a term must leave room
+// for the next one, or the cluster could never elect again.
+const lastTerm = math.MaxUint64 - 1

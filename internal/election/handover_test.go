@@ -78,14 +78,14 @@ func TestHandoverToDeadTargetFallsBackToElection(t *testing.T) {
 }
 
 func TestHandoverRefusalsAndStrayTimeoutNow(t *testing.T) {
-	h := newHarness(t, 2, nil)
+	h := newAgreed(t, 2, nil)
 	term := h.lead(2)
 	t.Run("a peer that never answered cannot take over", func(t *testing.T) {
 		require.ErrorIs(t, h.c.TransferLeadership(h.now, nodeName(3)), gen.ErrNotAllowed)
 		assert.True(t, h.c.IsLeader())
 	})
 	t.Run("a leader ignores MessageTimeoutNow", func(t *testing.T) {
-		h.step(2, MessageTimeoutNow{ClusterID: testCluster, Term: term, Leader: procID(nodeName(2))})
+		h.step(2, MessageTimeoutNow{Header: hdr(2, term, h.stamp())})
 		assert.True(t, h.c.IsLeader())
 		assert.Equal(t, term, h.c.Term())
 		assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropUnexpected])

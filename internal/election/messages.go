@@ -2,65 +2,104 @@ package election
 
 import "github.com/regent-go/regent/gen"
 
-// MessageRequestVote asks for a vote at Term. With PreVote it only asks whether
-// the receiver would vote at Term, changing nothing on either side; a Join sends
-// one at the sender's current term as a probe that costs nobody's vote.
-// Transfer marks a campaign started by MessageTimeoutNow, which voters grant
-// despite leader stickiness.
-type MessageRequestVote struct {
+// Header is what every election message carries: the cluster, the sender's
+// term and identity, its start time and the stamp of the view it holds, so a
+// receiver can tell at once whether the sender shares its view, lags behind
+// it or belongs to another cluster.
+type Header struct {
 	ClusterID string
 	Term      uint64
-	Candidate gen.ProcessID
-	PreVote   bool
-	Transfer  bool
-	// Started is the sender's start time in unix nanoseconds, 0 when unknown;
-	// the same in every message below.
+	// From is the sender's registered name and node; peers reach it by name
+	// until they know its PID.
+	From gen.ProcessID
+	// Started is the sender's start time in unix nanoseconds, 0 when unknown.
 	Started int64
+	// View identifies the view the sender holds (zero when it holds none).
+	View ViewStamp
+}
+
+// header reads the Header of any election message.
+func header(msg any) (Header, bool) {
+	switch m := msg.(type) {
+	case MessageRequestVote:
+		return m.Header, true
+	case MessageVote:
+		return m.Header, true
+	case MessageHeartbeat:
+		return m.Header, true
+	case MessageHeartbeatAck:
+		return m.Header, true
+	case MessageTimeoutNow:
+		return m.Header, true
+	case MessageMembership:
+		return m.Header, true
+	}
+	return Header{}, false
+}
+
+// MessageRequestVote asks for a vote at Header.Term. With PreVote it only asks
+// whether the receiver would vote, changing nothing on either side; a probe is
+// a pre-vote at the sender's own term. Transfer marks a campaign started by
+// MessageTimeoutNow, which voters grant despite leader stickiness.
+type MessageRequestVote struct {
+	Header
+	PreVote  bool
+	Transfer bool
+	// Declared is the candidate's declared set when it holds no view: what a
+	// formation would be made of.
+	Declared []gen.ProcessID
 }
 
 // MessageVote answers a MessageRequestVote. A refusal carries the voter's own
 // term, so a candidate behind it learns the term.
 type MessageVote struct {
-	ClusterID string
-	Term      uint64
-	Granted   bool
-	PreVote   bool
-	Voter     gen.ProcessID
-	Started   int64
+	Header
+	Granted bool
+	PreVote bool
 	// Leader, on a refusal, names the leader the voter follows, so a member
-	// that lost track of the cluster (its view shrank while it was cut off)
-	// can reach that leader and be admitted again.
+	// outside the view can ask that leader to admit it.
 	Leader gen.ProcessID
+	// View is the voter's whole view, sent when the candidate's stamp shows it
+	// lacks it: a formation grant reports it, a refusal for an older view
+	// lets the candidate catch up or ask to join.
+	View *View
+	// Declared is a viewless voter's declared set, reported with a formation
+	// grant.
+	Declared []gen.ProcessID
 }
 
-// MessageHeartbeat is a leader asserting its leadership for Term.
+// MessageHeartbeat is a leader asserting its leadership for Header.Term.
 type MessageHeartbeat struct {
-	ClusterID string
-	Term      uint64
-	Leader    gen.ProcessID
-	Started   int64
+	Header
+	// View is the leader's whole view, sent to a member whose last
+	// acknowledgement showed an older stamp; nil otherwise.
+	View *View
+	// Committed is the key of the newest view the leader knows committed.
+	Committed ViewKey
 }
 
-// MessageHeartbeatAck answers a heartbeat with the follower's term; it is the
-// reply that EvidenceReplies counts, and tells a stale leader the newer term.
+// MessageHeartbeatAck answers a heartbeat; Header.View is the view the
+// follower now holds, which is how a leader counts a view as committed.
 type MessageHeartbeatAck struct {
-	ClusterID string
-	Term      uint64
-	Follower  gen.ProcessID
-	Started   int64
+	Header
 	// Follows is set when the follower already recognises another leader at
-	// Term: two leaders in one term, which only views that diverged and have
-	// just learned of each other produce. The leader then stands down.
+	// this term: views that diverged and have just met. The leader stands down.
 	Follows gen.PID
 }
 
 // MessageTimeoutNow tells its receiver to campaign at once, skipping PreVote:
-// the leader of Term is handing leadership over to it.
+// the leader of Header.Term is handing leadership over to it.
 type MessageTimeoutNow struct {
-	ClusterID string
-	Term      uint64
-	Leader    gen.ProcessID
-	Started   int64
+	Header
+}
+
+// MessageMembership asks the leader to change the view: a member forwards the
+// Join and Leave calls made on it, and a peer outside the view asks to be
+// admitted (Add names itself). The leader applies one change at a time.
+type MessageMembership struct {
+	Header
+	Add    []gen.ProcessID
+	Remove []gen.Atom
 }
 
 // NetworkTypes lists the wire messages of the election, for registration on
@@ -72,5 +111,6 @@ func NetworkTypes() []any {
 		MessageHeartbeat{},
 		MessageHeartbeatAck{},
 		MessageTimeoutNow{},
+		MessageMembership{},
 	}
 }

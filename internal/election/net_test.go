@@ -78,11 +78,26 @@ type network struct {
 	names  []gen.Atom
 	queue  []envelope
 	cut    map[[2]gen.Atom]bool // pairs that cannot talk; messages are lost silently
-	rand   *rand.Rand
-	leader map[uint64]gen.Atom // every published leadership by term
-	// diverged allows two leaders in one term: the test shrinks views on
-	// purpose (Leave, real downs, ghost expiry), which the document permits.
-	diverged bool
+	rand *rand.Rand
+	// leads records every protocol leadership by lineage and term, visible
+	// every published one by term: one leader per lineage and term always,
+	// and one visible leader per term when MinClusterSize is above half the
+	// members (two agreed clusters cannot both form).
+	leads   map[lineageTerm]gen.Atom
+	visible map[uint64]gen.Atom
+	// agreed records every lineage that became agreed: with MinClusterSize
+	// above half the members, one at most.
+	agreed map[Lineage]gen.Atom
+	// allowFatal lets a test provoke a Fatal effect on purpose.
+	allowFatal bool
+	// lose, when set, drops the messages it reports true for, as a lossy
+	// link would: a test uses it to keep one member from hearing one thing.
+	lose func(from, to gen.Atom, msg any) bool
+}
+
+type lineageTerm struct {
+	lineage Lineage
+	term    uint64
 }
 
 // newNetwork starts n cores that know each other through Bootstrap; tune
@@ -90,7 +105,8 @@ type network struct {
 func newNetwork(t tb, n int, seed uint64, tune func(*Config)) *network {
 	nw := &network{
 		t: t, now: epoch, nodes: map[gen.Atom]*simNode{}, cut: map[[2]gen.Atom]bool{},
-		rand: rand.New(rand.NewPCG(seed, 7)), leader: map[uint64]gen.Atom{},
+		rand: rand.New(rand.NewPCG(seed, 7)), leads: map[lineageTerm]gen.Atom{}, visible: map[uint64]gen.Atom{},
+		agreed: map[Lineage]gen.Atom{},
 	}
 	var all []gen.ProcessID
 	for i := 1; i <= n; i++ {
@@ -157,11 +173,15 @@ func (nw *network) process(sn *simNode) {
 				if sn.failLeader != nil {
 					sn.core.BecomeLeaderFailed(nw.now, sn.failLeader)
 					failed = true
-				} else {
-					if prev, ok := nw.leader[e.Term]; ok && prev != sn.name && !nw.diverged {
-						nw.t.Fatalf("two leaders in term %d: %s and %s", e.Term, prev, sn.name)
+				} else if 2*sn.core.cfg.MinClusterSize > len(nw.names) {
+					if prev, ok := nw.visible[e.Term]; ok && prev != sn.name {
+						nw.t.Fatalf("two visible leaders in term %d: %s and %s", e.Term, prev, sn.name)
 					}
-					nw.leader[e.Term] = sn.name
+					nw.visible[e.Term] = sn.name
+				}
+			case Fatal:
+				if !nw.allowFatal {
+					nw.t.Fatalf("%s stopped: %v", sn.name, e.Err)
 				}
 			}
 			if failed {
@@ -172,11 +192,34 @@ func (nw *network) process(sn *simNode) {
 			sn.up = false // the shell terminates the actor
 			return
 		}
+		nw.checkLeads(sn)
 		for _, out := range rd.Messages {
 			sn.sent = append(sn.sent, out)
 			nw.transmit(sn, out)
 		}
 	}
+}
+
+// checkLeads fails when sn leads a lineage and term another member led, or
+// when a second lineage becomes agreed although MinClusterSize exceeds half
+// the members.
+func (nw *network) checkLeads(sn *simNode) {
+	v, ok := sn.core.View()
+	if ok && v.Stamp.Agreed && nw.agreed[v.Stamp.Lineage] == "" {
+		nw.agreed[v.Stamp.Lineage] = sn.name
+		if 2*sn.core.cfg.MinClusterSize > len(nw.names) && len(nw.agreed) > 1 {
+			nw.t.Fatalf("a second cluster agreed although MinClusterSize %d exceeds half of %d members: %v",
+				sn.core.cfg.MinClusterSize, len(nw.names), nw.agreed)
+		}
+	}
+	if !sn.core.IsProtocolLeader() {
+		return
+	}
+	k := lineageTerm{v.Stamp.Lineage, sn.core.Term()}
+	if prev, ok := nw.leads[k]; ok && prev != sn.name {
+		nw.t.Fatalf("two leaders of lineage %s in term %d: %s and %s", k.lineage, k.term, prev, sn.name)
+	}
+	nw.leads[k] = sn.name
 }
 
 // transmit queues out, or reports a failed send when the target is down.
@@ -190,7 +233,7 @@ func (nw *network) transmit(sn *simNode, out Outbound) {
 		sn.core.SendFailed(nw.now, to, fmt.Errorf("send to %s: %w", to, gen.ErrNoConnection))
 		return
 	}
-	if nw.cut[[2]gen.Atom{sn.name, to}] {
+	if nw.cut[[2]gen.Atom{sn.name, to}] || (nw.lose != nil && nw.lose(sn.name, to, out.Message)) {
 		return
 	}
 	nw.queue = append(nw.queue, envelope{from: sn.pid, to: out, msg: out.Message})
@@ -230,7 +273,7 @@ func (nw *network) nextTimer() (*simNode, armed, bool) {
 		if !sn.up {
 			continue
 		}
-		for _, k := range []TimerKind{TimerElection, TimerHeartbeat, TimerGhost} {
+		for k := range timerKinds {
 			if a, ok := sn.timers[k]; ok && (best == nil || a.at.Before(bt.at)) {
 				best, bt = sn, a
 			}
@@ -386,3 +429,59 @@ func settledLeader(t tb, n int, seed uint64, tune func(*Config)) (*network, *sim
 	nw.run(3 * l.core.cfg.HeartbeatInterval)
 	return nw, l
 }
+
+// partition cuts every pair of members in different groups (numbers from 1);
+// a member in no group is cut off alone. Links inside a group are restored.
+func (nw *network) partition(groups ...[]int) {
+	side := map[gen.Atom]int{}
+	for g, group := range groups {
+		for _, i := range group {
+			side[nodeName(i)] = g + 1
+		}
+	}
+	nw.cut = map[[2]gen.Atom]bool{}
+	for ia, a := range nw.names {
+		for ib, b := range nw.names {
+			sa, oka := side[a]
+			sb, okb := side[b]
+			if a != b && (!oka || !okb || sa != sb) {
+				_, _ = ia, ib
+				nw.cut[[2]gen.Atom{a, b}] = true
+			}
+		}
+	}
+}
+
+// runUntil runs in small steps until done, failing after limit.
+func (nw *network) runUntil(what string, limit time.Duration, done func() bool) {
+	nw.t.Helper()
+	end := nw.now.Add(limit)
+	for !done() {
+		if !nw.now.Before(end) {
+			nw.t.Fatalf("%s: not within %s: %v", what, limit, nw.roles())
+		}
+		nw.run(5 * time.Millisecond)
+	}
+}
+
+// makeLeader hands visible leadership to member i from a leader that can
+// reach it, retrying until it holds.
+func (nw *network) makeLeader(i int) *simNode {
+	nw.t.Helper()
+	want := nw.node(i)
+	nw.runUntil(fmt.Sprintf("%s leading", want.name), 20*time.Second, func() bool {
+		if want.core.IsLeader() {
+			return true
+		}
+		for _, l := range nw.leaders() {
+			if !nw.cut[[2]gen.Atom{l.name, want.name}] {
+				nw.input(l, func(c *Core, now time.Time) { _ = c.TransferLeadership(now, want.name) })
+			}
+		}
+		return false
+	})
+	return want
+}
+
+// viewOf is member i's view, nil when it holds none.
+func (nw *network) viewOf(i int) *View { return nw.node(i).core.view.clone() }

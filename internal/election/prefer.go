@@ -113,59 +113,59 @@ func (c *Core) selfCandidate() Candidate {
 	return Candidate{Node: c.cfg.Self.Node, ProcessID: c.cfg.Self, Started: startedTime(startedNanos(c.cfg.Started))}
 }
 
-func (m *member) candidate(node gen.Atom) Candidate {
-	return Candidate{Node: node, ProcessID: m.id, Started: m.started}
+func (p *peer) candidate() Candidate {
+	return Candidate{Node: p.id.Node, ProcessID: p.id, Started: p.started}
 }
 
 // learnStarted records a member's start time from one of its messages; a new
 // start time is a new incarnation, whose steadiness starts over.
-func (m *member) learnStarted(nanos int64) {
+func (p *peer) learnStarted(nanos int64) {
 	if nanos == 0 {
 		return
 	}
-	if t := startedTime(nanos); !t.Equal(m.started) {
-		m.started = t
-		m.steadySince = time.Time{}
+	if t := startedTime(nanos); !t.Equal(p.started) {
+		p.started = t
+		p.steadySince = time.Time{}
 	}
 }
 
 // replied records a reply from m at now, starting a new steady run when the
 // previous reply is older than window.
-func (m *member) replied(now time.Time, window time.Duration) {
-	if m.steadySince.IsZero() || m.lastReply.IsZero() || now.Sub(m.lastReply) >= window {
-		m.steadySince = now
+func (p *peer) replied(now time.Time, window time.Duration) {
+	if p.steadySince.IsZero() || p.lastReply.IsZero() || now.Sub(p.lastReply) >= window {
+		p.steadySince = now
 	}
-	m.lastReply = now
+	p.lastReply = now
 }
 
 // preferredTarget picks the member to hand leadership to on a heartbeat tick:
-// the most preferred reachable member that is more preferred than self, once
-// it has answered steadily for PreferStableFor. While that member is not yet
-// steady the leader waits rather than hand over to a lesser one, so leadership
-// moves once instead of along a chain.
+// the most preferred reachable member of the view that is more preferred
+// than self and has not failed a handover lately, once it has answered
+// steadily for PreferStableFor. While that member is not yet steady the
+// leader waits rather than hand over to a lesser one, so leadership moves
+// once instead of along a chain. Only a visible leader hands over on its own.
 func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
-	p := c.cfg.Prefer
-	if p.Kind == PreferNone {
+	pref := c.cfg.Prefer
+	if pref.Kind == PreferNone || c.lead == nil || !c.lead.visible {
 		return "", false
 	}
 	window := c.cfg.evidenceWindow()
-	var best gen.Atom
+	var best *peer
 	bestCand := c.selfCandidate()
-	for _, n := range c.view.nodes() {
-		m := c.view.members[n]
-		if !m.handOverTarget() || !m.reached(EvidenceReplies, now, window) {
+	for _, m := range c.view.Members {
+		p := c.peers.get(m.Node)
+		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, now, window) || c.avoided(m.Node, now) {
 			continue
 		}
-		if p.Kind == PreferOldest && m.started.IsZero() {
+		if pref.Kind == PreferOldest && p.started.IsZero() {
 			continue
 		}
-		if cand := m.candidate(n); p.Prefers(cand, bestCand) {
-			best, bestCand = n, cand
+		if cand := p.candidate(); pref.Prefers(cand, bestCand) {
+			best, bestCand = p, cand
 		}
 	}
-	if best == "" {
+	if best == nil {
 		return "", false
 	}
-	m := c.view.members[best]
-	return best, !m.steadySince.IsZero() && now.Sub(m.steadySince) >= c.cfg.preferStableFor()
+	return best.id.Node, !best.steadySince.IsZero() && now.Sub(best.steadySince) >= c.cfg.PreferStableFor
 }

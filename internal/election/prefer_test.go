@@ -24,13 +24,13 @@ func TestSlowHeartbeatIsTheUsersChoice(t *testing.T) {
 	})
 
 	t.Run("a leader answered on every heartbeat keeps its quorum at a slow pace", func(t *testing.T) {
-		h := newHarness(t, 2, slow)
+		h := newAgreed(t, 2, slow)
 		term := h.lead(2, 3)
 		for range 5 {
 			h.fire(TimerHeartbeat)
 			require.Equal(t, RoleLeader, h.c.Role(), "its own pace cost it the quorum")
 			for _, p := range []int{2, 3} {
-				h.step(p, MessageHeartbeatAck{ClusterID: testCluster, Term: term, Follower: procID(nodeName(p))})
+				h.step(p, MessageHeartbeatAck{Header: hdr(p, term, h.stamp())})
 			}
 		}
 		assert.Zero(t, h.c.Status(h.now).QuorumLostStepDowns)
@@ -44,7 +44,7 @@ func TestSlowHeartbeatIsTheUsersChoice(t *testing.T) {
 			won += nw.nodes[name].core.Status(nw.now).ElectionsWon
 		}
 		assert.Positive(t, won)
-		assert.NotEmpty(t, nw.leader)
+		assert.NotEmpty(t, nw.leads)
 	})
 }
 
@@ -116,7 +116,7 @@ func (nw *network) settleOnPreferred(t *testing.T, p Preference, limit time.Dura
 		require.True(t, nw.now.Before(end), "leadership did not settle on %s within %s: %v", want.name, limit, nw.roles())
 	}
 	term := want.core.Term()
-	nw.run(2 * want.core.cfg.preferStableFor())
+	nw.run(2 * want.core.cfg.PreferStableFor)
 	require.Equal(t, []*simNode{want}, nw.leaders(), "leadership moved on from the most preferred member")
 	require.Equal(t, term, want.core.Term())
 	return want
@@ -210,7 +210,7 @@ func TestFlappingPreferredMemberWaitsUntilStable(t *testing.T) {
 	require.Same(t, n4, nw.settleOnPreferred(t, preferHighestID, 20*time.Second), "n5 is cut off, so n4 is the most preferred reachable")
 	before := count.total()
 
-	stable := n4.core.cfg.preferStableFor()
+	stable := n4.core.cfg.PreferStableFor
 	window := n4.core.cfg.evidenceWindow()
 	for range 8 {
 		nw.heal()
@@ -250,36 +250,36 @@ func TestPreferredHandoverRule(t *testing.T) {
 		for h.now.Before(end) && h.c.IsLeader() {
 			h.fire(TimerHeartbeat)
 			for _, p := range peers {
-				h.step(p, MessageHeartbeatAck{ClusterID: testCluster, Term: term, Follower: procID(nodeName(p)), Started: started})
+				h.step(p, MessageHeartbeatAck{Header: withStarted(hdr(p, term, h.stamp()), started)})
 			}
 		}
 		return messagesOf[MessageTimeoutNow](h.take())
 	}
 
 	t.Run("the most preferred steady member gets MessageTimeoutNow, after the window", func(t *testing.T) {
-		h := newHarness(t, 2, func(c *Config) { c.Prefer = preferHighestID })
+		h := newAgreed(t, 2, func(c *Config) { c.Prefer = preferHighestID })
 		term := h.lead(2, 3)
 		start := h.now
 		sent := tickUntilHandover(h, term, 1, 10*time.Second, 2, 3)
 		require.Len(t, sent, 1)
 		assert.Equal(t, peerPID(3), sent[0].To, "n3 ranks above n2")
 		assert.Equal(t, term, sent[0].Message.(MessageTimeoutNow).Term)
-		assert.GreaterOrEqual(t, h.now.Sub(start), h.c.cfg.preferStableFor())
+		assert.GreaterOrEqual(t, h.now.Sub(start), h.c.cfg.PreferStableFor)
 		assert.Equal(t, RoleFollower, h.c.Role())
 		assert.Equal(t, uint64(1), h.c.Status(h.now).PreferredTransfers)
 	})
 
 	t.Run("a leader that ranks first keeps leading", func(t *testing.T) {
-		h := newHarness(t, 2, func(c *Config) { c.Prefer = preferLowestName })
+		h := newAgreed(t, 2, func(c *Config) { c.Prefer = preferLowestName })
 		term := h.lead(2, 3)
 		assert.Empty(t, tickUntilHandover(h, term, 1, 10*time.Second, 2, 3))
 		assert.True(t, h.c.IsLeader())
 	})
 
 	t.Run("while a more preferred member is reachable but not steady, a lesser one is not chosen", func(t *testing.T) {
-		h := newHarness(t, 3, func(c *Config) { c.Prefer = preferHighestID })
+		h := newAgreed(t, 3, func(c *Config) { c.Prefer = preferHighestID })
 		term := h.lead(2, 3)
-		stable := h.c.cfg.preferStableFor()
+		stable := h.c.cfg.PreferStableFor
 		// n4 answers only from half-way through n2's and n3's steady run.
 		assert.Empty(t, tickUntilHandover(h, term, 1, stable/2, 2, 3))
 		sent := tickUntilHandover(h, term, 1, 10*time.Second, 2, 3, 4)
@@ -288,7 +288,7 @@ func TestPreferredHandoverRule(t *testing.T) {
 	})
 
 	t.Run("a member whose start time is unknown is not ranked by age", func(t *testing.T) {
-		h := newHarness(t, 2, preferring(preferOldest))
+		h := newAgreed(t, 2, preferring(preferOldest))
 		term := h.lead(2, 3)
 		assert.Empty(t, tickUntilHandover(h, term, 0, 10*time.Second, 2, 3))
 		assert.True(t, h.c.IsLeader())
@@ -328,12 +328,12 @@ func TestPreferenceOrder(t *testing.T) {
 // Every message a member sends tells its start time.
 func TestMessagesCarryStartTime(t *testing.T) {
 	started := epoch.Add(-time.Minute)
-	h := newHarness(t, 2, func(c *Config) { c.Started = started })
+	h := newAgreed(t, 2, func(c *Config) { c.Started = started })
 	term := h.lead(2, 3)
-	h.requestVote(2, term+1)
-	h.heartbeat(3, term+1)
+	h.requestVote(2, term+1, h.stamp())
+	h.heartbeat(3, term+1, h.stamp(), nil)
 	rd := h.take()
-	h.step(2, MessageHeartbeatAck{ClusterID: testCluster, Term: term + 1, Follower: procID(nodeName(2)), Started: started.Add(time.Second).UnixNano()})
+	h.step(2, MessageHeartbeatAck{Header: withStarted(hdr(2, term + 1, h.stamp()), started.Add(time.Second).UnixNano())})
 	var kinds []string
 	for _, o := range rd.Messages {
 		var got int64

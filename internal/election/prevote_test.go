@@ -10,7 +10,17 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-func withPreVote(c *Config) { c.PreVote = true; c.Evidence = EvidenceReplies }
+// withPreVote turns PreVote on where a harness turned it off.
+func withPreVote(c *Config) { c.DisablePreVote = false }
+
+// withoutPreVote turns it off, for the contrast that shows a PreVote test can fail.
+func withoutPreVote(c *Config) { c.DisablePreVote = true }
+
+// withStarted sets a header's start time.
+func withStarted(h Header, started int64) Header {
+	h.Started = started
+	return h
+}
 
 // Issue 8, item 1: an isolated follower that returns does not disturb a
 // healthy leader, because it must win a pre-vote before bumping its term.
@@ -33,45 +43,45 @@ func TestPreVoteKeepsLeaderAfterIsolatedFollowerHeals(t *testing.T) {
 		assert.Equal(t, before, after)
 	})
 	t.Run("without PreVote the returning follower forces a new term", func(t *testing.T) {
-		before, after, _ := isolateAndHeal(t, func(c *Config) { c.Evidence = EvidenceReplies })
+		before, after, _ := isolateAndHeal(t, withoutPreVote)
 		assert.Greater(t, after, before, "the contrast that shows the pre-vote test can fail")
 	})
 }
 
 // "the pre-voter does not change its own term or vote"
 func TestPreVoteChangesNoTermOrVote(t *testing.T) {
-	h := newHarness(t, 2, withPreVote)
+	h := newAgreed(t, 2, withPreVote)
 	h.take()
 	h.fire(TimerElection)
 	rd := h.take()
-	assert.Equal(t, uint64(0), h.c.Term(), "the pre-candidate keeps its term")
+	assert.Equal(t, uint64(1), h.c.Term(), "the pre-candidate keeps its term")
 	assert.Nil(t, rd.HardState)
 	reqs := messagesOf[MessageRequestVote](rd)
 	require.Len(t, reqs, 2)
 	for _, o := range reqs {
 		m := o.Message.(MessageRequestVote)
 		assert.True(t, m.PreVote)
-		assert.Equal(t, uint64(1), m.Term, "it asks about term+1")
+		assert.Equal(t, uint64(2), m.Term, "it asks about term+1")
 	}
 	assert.True(t, h.c.Status(h.now).PreVoting)
 
-	h.step(2, MessageVote{ClusterID: testCluster, Term: 1, Granted: true, PreVote: true, Voter: procID(nodeName(2))})
+	h.step(2, MessageVote{Header: hdr(2, 2, h.stamp()), Granted: true, PreVote: true})
 	rd = h.take()
 	assert.Equal(t, RoleCandidate, h.c.Role(), "a won pre-vote campaigns for real")
-	assert.Equal(t, uint64(1), h.c.Term())
+	assert.Equal(t, uint64(2), h.c.Term())
 	for _, o := range messagesOf[MessageRequestVote](rd) {
 		assert.False(t, o.Message.(MessageRequestVote).PreVote)
 	}
 
 	t.Run("a pre-voter grants without changing its own state", func(t *testing.T) {
-		h := newHarness(t, 2, withPreVote)
+		h := newAgreed(t, 2, withPreVote)
 		h.take()
-		h.step(2, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(2)), PreVote: true})
+		h.step(2, MessageRequestVote{Header: hdr(2, 4, h.stamp()), PreVote: true})
 		rd := h.take()
 		v := lastVote(t, rd)
 		assert.True(t, v.Granted)
 		assert.True(t, v.PreVote)
-		assert.Equal(t, uint64(0), h.c.Term())
+		assert.Equal(t, uint64(1), h.c.Term())
 		assert.Nil(t, rd.HardState, "nothing to persist")
 	})
 }
@@ -79,41 +89,41 @@ func TestPreVoteChangesNoTermOrVote(t *testing.T) {
 // "a peer that has heard from a live leader within ElectionTimeoutMin says no,
 // to a pre-vote and to a real vote alike (except Transfer)"
 func TestLeaderStickinessRefusesVotes(t *testing.T) {
-	h := newHarness(t, 2, withPreVote)
-	h.heartbeat(2, 3)
+	h := newAgreed(t, 2, withPreVote)
+	h.heartbeat(2, 3, h.stamp(), nil)
 	h.take()
 	h.advance(h.c.cfg.ElectionTimeoutMin - time.Millisecond)
 
-	h.step(3, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(3)), PreVote: true})
+	h.step(3, MessageRequestVote{Header: hdr(3, 4, h.stamp()), PreVote: true})
 	assert.False(t, lastVote(t, h.take()).Granted, "pre-vote refused")
-	h.requestVote(3, 4)
+	h.requestVote(3, 4, h.stamp())
 	rd := h.take()
 	assert.False(t, lastVote(t, rd).Granted, "real vote refused")
 	assert.Equal(t, uint64(3), h.c.Term(), "and its term is not adopted")
 	assert.Equal(t, peerPID(2), h.c.Leader())
 
-	h.step(3, MessageRequestVote{ClusterID: testCluster, Term: 4, Candidate: procID(nodeName(3)), Transfer: true})
+	h.step(3, MessageRequestVote{Header: hdr(3, 4, h.stamp()), Transfer: true})
 	assert.True(t, lastVote(t, h.take()).Granted, "a transfer is granted despite stickiness")
 	assert.Equal(t, uint64(4), h.c.Term())
 
 	t.Run("after ElectionTimeoutMin of silence the vote is free", func(t *testing.T) {
-		h := newHarness(t, 2, withPreVote)
-		h.heartbeat(2, 3)
+		h := newAgreed(t, 2, withPreVote)
+		h.heartbeat(2, 3, h.stamp(), nil)
 		h.advance(h.c.cfg.ElectionTimeoutMin)
-		h.requestVote(3, 4)
+		h.requestVote(3, 4, h.stamp())
 		assert.True(t, lastVote(t, h.take()).Granted)
 	})
 	t.Run("without PreVote there is no stickiness", func(t *testing.T) {
-		h := newHarness(t, 2, nil)
-		h.heartbeat(2, 3)
-		h.requestVote(3, 4)
+		h := newAgreed(t, 2, nil)
+		h.heartbeat(2, 3, h.stamp(), nil)
+		h.requestVote(3, 4, h.stamp())
 		assert.True(t, lastVote(t, h.take()).Granted)
 	})
 }
 
 // Issue 8, item 3: fast failover.
 func TestFastFailover(t *testing.T) {
-	fast := func(c *Config) { withPreVote(c); c.FastFailover = true }
+	fast := withPreVote
 	t.Run("a leader that died for real is replaced within a heartbeat interval", func(t *testing.T) {
 		nw := newNetwork(t, 5, 9, fast)
 		l := nw.settle(5 * time.Second)
@@ -125,7 +135,7 @@ func TestFastFailover(t *testing.T) {
 		assert.Less(t, nw.now.Sub(start), nl.core.cfg.ElectionTimeoutMin, "faster than any election timeout")
 	})
 	t.Run("without it the followers wait a full election timeout", func(t *testing.T) {
-		nw := newNetwork(t, 5, 9, withPreVote)
+		nw := newNetwork(t, 5, 9, func(c *Config) { c.DisableFastFailover = true })
 		l := nw.settle(5 * time.Second)
 		start := nw.now
 		nw.crash(l, errCrashed)

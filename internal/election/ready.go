@@ -9,8 +9,9 @@ import (
 // Ready is everything the shell must do after one or more inputs, in the
 // order: persist HardState, apply Timers, run Effects in order, send Messages.
 type Ready struct {
-	// HardState is non-nil when the term or vote changed: persist it BEFORE
-	// sending Messages, or a restart could vote twice in one term.
+	// HardState is non-nil when the term, the vote or the view changed:
+	// persist it BEFORE sending Messages, or a restart could vote twice in one
+	// term or acknowledge a view it then forgets.
 	HardState *HardState
 	// Messages to send, in order.
 	Messages []Outbound
@@ -36,11 +37,14 @@ const (
 	TimerElection TimerKind = iota
 	// TimerHeartbeat: a leader's heartbeat and evidence check.
 	TimerHeartbeat
-	// TimerGhost: the earliest expiry of an unreachable member.
-	TimerGhost
-	// TimerProbe: while members are unreachable, the next attempt to reach
-	// them again, so a healed link is noticed before GhostTTL drops them.
+	// TimerProbe: the next attempt to reach declared peers outside the view,
+	// to ask the leader to admit this member, or to forward membership
+	// requests not yet applied.
 	TimerProbe
+	// TimerStorage: after a failed write of the durable state, the next try.
+	TimerStorage
+	// timerKinds counts the kinds.
+	timerKinds
 )
 
 // String names the timer kind.
@@ -50,10 +54,10 @@ func (k TimerKind) String() string {
 		return "election"
 	case TimerHeartbeat:
 		return "heartbeat"
-	case TimerGhost:
-		return "ghost"
 	case TimerProbe:
 		return "probe"
+	case TimerStorage:
+		return "storage"
 	}
 	return "unknown"
 }
@@ -103,10 +107,25 @@ type Monitor struct{ PID gen.PID }
 type Demonitor struct{ PID gen.PID }
 
 // RoleChanged records a role transition at Term, for logs and observers.
+// Below is set when the new role is unclustered: why, in words (the floor
+// and the view it is under, or that this member is outside the view).
 type RoleChanged struct {
 	From, To Role
 	Term     uint64
+	Below    string
 }
+
+// ViewChanged records that this member's view changed: From is the view it
+// held before (nil when none), To the new one, Reason says why in words.
+type ViewChanged struct {
+	From, To *View
+	Reason   string
+}
+
+// Fatal reports a state the protocol rules out (two different views with one
+// key): the member stops taking part, and the shell should end the actor
+// with Err and report it loudly.
+type Fatal struct{ Err error }
 
 func (Confirm) isEffect()        {}
 func (BecomeLeader) isEffect()   {}
@@ -116,19 +135,25 @@ func (PeerLeft) isEffect()       {}
 func (Monitor) isEffect()        {}
 func (Demonitor) isEffect()      {}
 func (RoleChanged) isEffect()    {}
+func (ViewChanged) isEffect()    {}
+func (Fatal) isEffect()          {}
 
-// HardState is what durable storage keeps across restarts: the term and the
-// vote cast in it (zero when none).
+// HardState is what durable storage keeps across restarts: the term, the vote
+// cast in it (zero when none) and the latest view this member accepted (nil
+// before it took part in a formation).
 type HardState struct {
 	Term     uint64
 	VotedFor gen.ProcessID
+	View     *View
 }
 
 // Role is a member's place in the election.
 type Role int
 
 const (
-	// RoleUnclustered: the view is smaller than MinClusterSize; no leader may exist.
+	// RoleUnclustered: no visible leader may exist here: the agreed view is
+	// smaller than MinClusterSize, this member is outside it, or (before any
+	// view exists) fewer than MinClusterSize members are declared.
 	RoleUnclustered Role = iota
 	// RoleFollower: accepting a leader, or waiting to campaign.
 	RoleFollower

@@ -13,7 +13,7 @@ import (
 
 // "Timer firings carry a generation so a stale one is ignored."
 func TestStaleTimerIsIgnored(t *testing.T) {
-	h := newHarness(t, 2, nil)
+	h := newAgreed(t, 2, nil)
 	stale := h.timers[TimerElection]
 	h.campaign() // re-arms the election timer
 	term := h.c.Term()
@@ -29,13 +29,13 @@ func TestStaleTimerIsIgnored(t *testing.T) {
 // A follower's heartbeats restart its election timeout without re-arming the
 // timer; a firing before the restarted deadline only re-arms for the rest.
 func TestHeartbeatsRestartTimeoutWithoutTimerChurn(t *testing.T) {
-	h := newHarness(t, 2, nil)
-	h.heartbeat(2, 1)
+	h := newAgreed(t, 2, nil)
+	h.heartbeat(2, 1, h.stamp(), nil)
 	h.take()
 	armedAt := h.due[TimerElection]
 	for h.now.Before(armedAt) {
 		h.advance(h.c.cfg.HeartbeatInterval)
-		h.heartbeat(2, 1)
+		h.heartbeat(2, 1, h.stamp(), nil)
 	}
 	assert.Empty(t, h.take().Timers, "no timer operations while heartbeats arrive")
 	h.fire(TimerElection)
@@ -50,7 +50,7 @@ func TestHeartbeatsRestartTimeoutWithoutTimerChurn(t *testing.T) {
 
 // "ergo:send_failing_peers" and the evidence it withdraws.
 func TestSendFailedMarksPeer(t *testing.T) {
-	h := newHarness(t, 2, nil)
+	h := newAgreed(t, 2, nil)
 	h.lead(2, 3)
 	h.take()
 	failure := errors.New("connection refused")
@@ -66,11 +66,14 @@ func TestSendFailedMarksPeer(t *testing.T) {
 }
 
 func TestStatusReportsTheElection(t *testing.T) {
-	h := newHarness(t, 2, nil)
+	h := newAgreed(t, 2, nil)
 	h.advance(time.Second)
-	term := h.lead(2)
+	term := h.campaign()
+	h.grant(2, term)
+	h.ack(2, term)
 	st := h.c.Status(h.now)
 	assert.Equal(t, RoleLeader, st.Role)
+	assert.True(t, st.ProtocolLeader)
 	assert.Equal(t, term, st.Term)
 	assert.Equal(t, procID(nodeName(1)), st.VotedFor)
 	assert.Equal(t, h.now, st.TermChangedAt)
@@ -80,6 +83,11 @@ func TestStatusReportsTheElection(t *testing.T) {
 	assert.Equal(t, 3, st.ViewSize)
 	assert.Equal(t, 2, st.Quorum)
 	assert.Equal(t, 3, st.MinClusterSize)
+	require.NotNil(t, st.View)
+	assert.Equal(t, ViewKey{Term: term, Epoch: 1}, st.View.Stamp.Key)
+	assert.Equal(t, st.View.Stamp.Key, st.Committed)
+	assert.Empty(t, st.PendingChange)
+	assert.Empty(t, st.Below)
 	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2)}, st.VotesGranted)
 	assert.Equal(t, 2, st.VotesCount)
 	assert.False(t, st.ElectionTimerArmed)
@@ -90,21 +98,17 @@ func TestStatusReportsTheElection(t *testing.T) {
 	assert.Equal(t, uint64(1), st.LeadershipChanges)
 	assert.Equal(t, []gen.ProcessID{procID(nodeName(2)), procID(nodeName(3))}, st.Bootstrap)
 	require.Len(t, st.Members, 2)
-	assert.Equal(t, MemberStatus{Node: nodeName(2), ProcessID: procID(nodeName(2)), PID: peerPID(2), Declared: true}, st.Members[0])
-	assert.Equal(t, MemberStatus{Node: nodeName(3), ProcessID: procID(nodeName(3)), Declared: true}, st.Members[1])
-	assert.Equal(t, HardState{Term: term, VotedFor: procID(nodeName(1))}, h.c.HardState())
+	assert.Equal(t, MemberStatus{Node: nodeName(2), ProcessID: procID(nodeName(2)), PID: peerPID(2), InView: true, Declared: true,
+		Acked: h.stamp()}, st.Members[0])
+	assert.Equal(t, MemberStatus{Node: nodeName(3), ProcessID: procID(nodeName(3)), InView: true, Declared: true, Lags: true}, st.Members[1],
+		"n3 never acknowledged the re-stamped view: it lags")
+	hs := h.c.HardState()
+	assert.Equal(t, term, hs.Term)
+	assert.Equal(t, st.View, hs.View)
 }
 
 func TestNetworkTypesListsEveryMessage(t *testing.T) {
 	assert.ElementsMatch(t, []any{
-		MessageRequestVote{}, MessageVote{}, MessageHeartbeat{}, MessageHeartbeatAck{}, MessageTimeoutNow{},
+		MessageRequestVote{}, MessageVote{}, MessageHeartbeat{}, MessageHeartbeatAck{}, MessageTimeoutNow{}, MessageMembership{},
 	}, NetworkTypes())
-}
-
-func TestEnumNames(t *testing.T) {
-	assert.Equal(t, "contact", EvidenceContact.String())
-	assert.Equal(t, "replies", EvidenceReplies.String())
-	assert.Equal(t, "election", TimerElection.String())
-	assert.Equal(t, "heartbeat", TimerHeartbeat.String())
-	assert.Equal(t, "ghost", TimerGhost.String())
 }

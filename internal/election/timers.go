@@ -1,10 +1,6 @@
 package election
 
-import (
-	"time"
-
-	"github.com/regent-go/regent/gen"
-)
+import "time"
 
 // timerState is the current arming of one TimerKind.
 type timerState struct {
@@ -33,7 +29,7 @@ func (c *Core) disarm(kind TimerKind) {
 
 // fire reports whether t is the current arming of its kind, and disarms it.
 func (c *Core) fire(t Timer) bool {
-	if t.Kind < 0 || int(t.Kind) >= len(c.timers) {
+	if t.Kind < 0 || t.Kind >= timerKinds {
 		return false
 	}
 	s := &c.timers[t.Kind]
@@ -96,29 +92,18 @@ func (c *Core) electionDue(now time.Time) bool {
 	return false
 }
 
-// armGhost arms the ghost timer for the earliest expiry, or cancels it.
-func (c *Core) armGhost(now time.Time) {
-	c.armProbe()
-	at, ok := c.view.nextGhostExpiry(c.cfg.GhostTTL)
-	if !ok {
-		c.disarm(TimerGhost)
-		return
-	}
-	c.arm(TimerGhost, max(at.Sub(now), 0))
-}
-
-// armProbe arms the probe timer while some member needs reaching out to,
-// and cancels it when none does.
+// armProbe arms the probe timer while there is someone to reach out to, and
+// cancels it when there is not.
 func (c *Core) armProbe() {
 	switch {
-	case !c.view.anyToProbe() && len(c.absentBootstrap()) == 0:
+	case !c.needsProbe():
 		c.disarm(TimerProbe)
 	case !c.timers[TimerProbe].armed:
 		c.arm(TimerProbe, c.probeInterval())
 	}
 }
 
-// probeInterval is how often unreachable members are probed:
+// probeInterval is how often probes and membership requests are repeated:
 // ElectionTimeoutMax, far below GhostTTL and cheap for a dead address, since
 // the runtime fails sends fast while it backs off redialling.
 func (c *Core) probeInterval() time.Duration { return c.cfg.ElectionTimeoutMax }
@@ -132,23 +117,4 @@ func (c *Core) failoverDelay() time.Duration {
 		return c.jitter(c.cfg.HeartbeatInterval / 5)
 	}
 	return c.jitter(c.cfg.HeartbeatInterval)
-}
-
-// absentBootstrap lists the Bootstrap peers that are not in the view (dropped
-// after GhostTTL, or removed by a real down) and not withdrawn by Leave. They
-// keep being probed: Bootstrap is the static list of the cluster, so after a
-// partition longer than GhostTTL both sides find each other again without a
-// discovery loop.
-func (c *Core) absentBootstrap() []gen.ProcessID {
-	var out []gen.ProcessID
-	for _, p := range c.cfg.Bootstrap {
-		if p.Node == c.cfg.Self.Node || c.view.members[p.Node] != nil {
-			continue
-		}
-		if _, withdrawn := c.view.withdrawn[p.Node]; withdrawn {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }

@@ -1,160 +1,196 @@
 package election
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/quorum"
 )
 
-// member is one peer in the view, keyed by its node name.
-type member struct {
-	id  gen.ProcessID
-	pid gen.PID // zero until it answers, and again once forgotten
-	// declared: named by Bootstrap or Join; otherwise discovered by its messages.
-	declared bool
-	// answered: it has sent a valid protocol message, so it gets heartbeats.
-	answered bool
-	// unreachableSince is non-zero while its connection is down (a ghost).
-	unreachableSince time.Time
-	lastInbound      time.Time // last valid protocol message from it
-	lastReply        time.Time // last vote answer or heartbeat ack from it
-	lastSend         time.Time // last message generated for it
-	sendFailing      bool      // the shell reported the last send to it failed
-	lastSendErr      error     // why, for inspection
-	started          time.Time // its start time, from its messages; zero when unknown
-	// steadySince starts its current run of replies, each within the evidence
-	// window of the one before; zero when the run is broken.
-	steadySince time.Time
+// Lineage names the formation a view descends from: the term and node of the
+// member that first proposed it. Views of one lineage belong to one cluster;
+// the zero Lineage is "no view".
+type Lineage struct {
+	Term uint64
+	Node gen.Atom
 }
 
-// target is where to send to m: its PID when known, else its name.
-func (m *member) target(msg any) Outbound {
-	if m.pid != (gen.PID{}) {
-		return Outbound{To: m.pid, Message: msg}
+// IsZero reports whether l names no lineage.
+func (l Lineage) IsZero() bool { return l == Lineage{} }
+
+// outranks orders lineages for a merge of two agreed clusters: the later
+// formation wins, then the higher node name, so every member of either side
+// computes the same winner.
+func (l Lineage) outranks(o Lineage) bool {
+	if l.Term != o.Term {
+		return l.Term > o.Term
 	}
-	return Outbound{ToName: m.id, Message: msg}
+	return l.Node > o.Node
 }
 
-// view is the membership: self plus declared and discovered peers, with the
-// nodes withdrawn by Leave kept out for a while.
-type view struct {
-	self      gen.Atom
-	members   map[gen.Atom]*member
-	sorted    []gen.Atom             // the members' names, sorted; kept by add and remove
-	withdrawn map[gen.Atom]time.Time // node → end of its withdrawal
-}
-
-func newView(self gen.Atom) *view {
-	return &view{self: self, members: map[gen.Atom]*member{}, withdrawn: map[gen.Atom]time.Time{}}
-}
-
-// size counts self and every member, unreachable ones included.
-func (v *view) size() int { return 1 + len(v.members) }
-
-func (v *view) quorum() int { return quorum.Majority(v.size()) }
-
-// nodes lists the members' node names, sorted, for deterministic iteration.
-// The slice is shared and never changed in place (add and remove build a new
-// one), so a loop over it may add or remove members; callers must not
-// modify it.
-func (v *view) nodes() []gen.Atom { return v.sorted }
-
-// add puts m into the view under node, keeping the sorted names.
-func (v *view) add(node gen.Atom, m *member) {
-	if _, ok := v.members[node]; !ok {
-		i, _ := slices.BinarySearch(v.sorted, node)
-		v.sorted = slices.Insert(slices.Clip(v.sorted), i, node) // Clip: a new array
+// String renders l as term@node.
+func (l Lineage) String() string {
+	if l.IsZero() {
+		return "none"
 	}
-	v.members[node] = m
+	return fmt.Sprintf("%d@%s", l.Term, l.Node)
 }
 
-// remove takes node out of the view.
-func (v *view) remove(node gen.Atom) {
-	if _, ok := v.members[node]; !ok {
-		return
+// ViewKey orders the views of one lineage: Term is the term of the leader
+// that last stamped the view (a new leader re-stamps the view it won with),
+// Epoch counts membership changes. Term is compared first, so a view a
+// leader committed in its own term outranks every view proposed in an
+// earlier term, whatever its epoch.
+type ViewKey struct {
+	Term  uint64
+	Epoch uint64
+}
+
+// Compare returns -1, 0 or +1 as k is older than, equal to or newer than o.
+func (k ViewKey) Compare(o ViewKey) int {
+	if c := cmp.Compare(k.Term, o.Term); c != 0 {
+		return c
 	}
-	delete(v.members, node)
-	if i, found := slices.BinarySearch(v.sorted, node); found {
-		v.sorted = slices.Concat(v.sorted[:i], v.sorted[i+1:]) // a new array
+	return cmp.Compare(k.Epoch, o.Epoch)
+}
+
+// String renders k as epoch/term.
+func (k ViewKey) String() string { return fmt.Sprintf("epoch %d/term %d", k.Epoch, k.Term) }
+
+// ViewStamp identifies a view without listing its members. Agreed is set once
+// the view's lineage is established: a view of it was acknowledged by at
+// least MinClusterSize members, a majority of it, in its leader's term.
+type ViewStamp struct {
+	Lineage Lineage
+	Key     ViewKey
+	Agreed  bool
+}
+
+// IsZero reports whether s stamps no view.
+func (s ViewStamp) IsZero() bool { return s.Lineage.IsZero() }
+
+// View is a membership that the cluster agrees on, or is agreeing on: its
+// stamp and its members, sorted by node. It travels in messages and in
+// durable state.
+type View struct {
+	Stamp   ViewStamp
+	Members []gen.ProcessID
+}
+
+// newView builds a view with members sorted by node and one member per node.
+func newView(stamp ViewStamp, members []gen.ProcessID) *View {
+	v := &View{Stamp: stamp, Members: slices.Clone(members)}
+	slices.SortFunc(v.Members, func(a, b gen.ProcessID) int { return cmp.Compare(a.Node, b.Node) })
+	v.Members = slices.CompactFunc(v.Members, func(a, b gen.ProcessID) bool { return a.Node == b.Node })
+	return v
+}
+
+// clone copies v so the copy can travel or be stored while v changes.
+func (v *View) clone() *View {
+	if v == nil {
+		return nil
 	}
+	return &View{Stamp: v.Stamp, Members: slices.Clone(v.Members)}
 }
 
-// voters lists self and every member, the electorate of a new election.
-func (v *view) voters() []gen.Atom {
-	return append([]gen.Atom{v.self}, v.nodes()...)
-}
-
-// byPID finds the member currently known by pid.
-func (v *view) byPID(pid gen.PID) *member {
-	if m := v.members[pid.Node]; m != nil && m.pid == pid {
-		return m
+// size counts the members; 0 for no view.
+func (v *View) size() int {
+	if v == nil {
+		return 0
 	}
-	return nil
+	return len(v.Members)
 }
 
-// isWithdrawn reports whether node was withdrawn less than a sticky period ago;
-// an expired withdrawal is forgotten.
-func (v *view) isWithdrawn(node gen.Atom, now time.Time) bool {
-	until, ok := v.withdrawn[node]
+// member finds the member on node.
+func (v *View) member(node gen.Atom) (gen.ProcessID, bool) {
+	if v == nil {
+		return gen.ProcessID{}, false
+	}
+	i, ok := slices.BinarySearchFunc(v.Members, node, func(p gen.ProcessID, n gen.Atom) int { return cmp.Compare(p.Node, n) })
 	if !ok {
+		return gen.ProcessID{}, false
+	}
+	return v.Members[i], true
+}
+
+// has reports whether node is a member.
+func (v *View) has(node gen.Atom) bool {
+	_, ok := v.member(node)
+	return ok
+}
+
+// nodes lists the members' nodes in order.
+func (v *View) nodes() []gen.Atom {
+	if v == nil {
+		return nil
+	}
+	out := make([]gen.Atom, len(v.Members))
+	for i, m := range v.Members {
+		out[i] = m.Node
+	}
+	return out
+}
+
+// sameMembers reports whether v and o list the same members.
+func (v *View) sameMembers(o *View) bool {
+	return slices.Equal(v.Members, o.Members)
+}
+
+// majorityOf reports whether the nodes in set that are members of v make a
+// majority of v.
+func (v *View) majorityOf(set map[gen.Atom]bool) bool {
+	n := 0
+	for _, m := range v.Members {
+		if set[m.Node] {
+			n++
+		}
+	}
+	return quorum.Reached(n, len(v.Members))
+}
+
+// with returns the view with p added, stamped key; without the view with
+// node removed.
+func (v *View) with(p gen.ProcessID, stamp ViewStamp) *View {
+	return newView(stamp, append(slices.Clone(v.Members), p))
+}
+
+func (v *View) without(node gen.Atom, stamp ViewStamp) *View {
+	return newView(stamp, slices.DeleteFunc(slices.Clone(v.Members), func(p gen.ProcessID) bool { return p.Node == node }))
+}
+
+// String lists the stamp and the members' nodes.
+func (v *View) String() string {
+	if v == nil {
+		return "no view"
+	}
+	nodes := make([]string, len(v.Members))
+	for i, m := range v.Members {
+		nodes[i] = string(m.Node)
+	}
+	agreed := "proposed"
+	if v.Stamp.Agreed {
+		agreed = "agreed"
+	}
+	return fmt.Sprintf("%s %s of lineage %s {%s}", agreed, v.Stamp.Key, v.Stamp.Lineage, strings.Join(nodes, ","))
+}
+
+// validView checks a view received from the wire: a lineage, at least one
+// member, every member named, sorted and unique by node. A view that fails is
+// dropped as malformed rather than trusted.
+func validView(v *View) bool {
+	if v == nil || v.Stamp.IsZero() || v.Stamp.Lineage.Node == "" || len(v.Members) == 0 || v.Stamp.Key.Epoch == 0 {
 		return false
 	}
-	if now.Before(until) {
-		return true
-	}
-	delete(v.withdrawn, node)
-	return false
-}
-
-// toProbe reports whether m should be reached out to again: it is
-// unreachable, or declared and has never answered (a first probe may have
-// been lost, and a member that never hears from this one never adds it).
-func (m *member) toProbe() bool {
-	return !m.unreachableSince.IsZero() || (m.declared && !m.answered)
-}
-
-// anyToProbe reports whether some member should be probed.
-func (v *view) anyToProbe() bool {
-	for _, m := range v.members {
-		if m.toProbe() {
-			return true
+	for i, m := range v.Members {
+		if m.Name == "" || m.Node == "" {
+			return false
+		}
+		if i > 0 && v.Members[i-1].Node >= m.Node {
+			return false
 		}
 	}
-	return false
-}
-
-// nextGhostExpiry is the earliest moment an unreachable member expires.
-func (v *view) nextGhostExpiry(ttl time.Duration) (time.Time, bool) {
-	var next time.Time
-	for _, m := range v.members {
-		if m.unreachableSince.IsZero() {
-			continue
-		}
-		if at := m.unreachableSince.Add(ttl); next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	return next, !next.IsZero()
-}
-
-// reached reports whether m counts, under rule e, as reached within window.
-func (m *member) reached(e Evidence, now time.Time, window time.Duration) bool {
-	if !m.unreachableSince.IsZero() {
-		return false // its connection dropped: nothing sent since reached it
-	}
-	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) < window }
-	if e == EvidenceReplies {
-		return recent(m.lastReply)
-	}
-	return recent(m.lastInbound) || (recent(m.lastSend) && !m.sendFailing)
-}
-
-func (m *member) status(node gen.Atom) MemberStatus {
-	var sendErr error
-	if m.sendFailing {
-		sendErr = m.lastSendErr
-	}
-	return MemberStatus{Node: node, ProcessID: m.id, PID: m.pid, Declared: m.declared, UnreachableSince: m.unreachableSince, SendError: sendErr, Started: m.started}
+	return true
 }

@@ -275,20 +275,20 @@ func (s *Simulator) start(m *member) error {
 		}
 	}
 	cfg := election.Config{
-		ClusterID:          clusterID,
-		Self:               m.id,
-		MinClusterSize:     s.cfg.MinClusterSize,
-		ElectionTimeoutMin: s.cfg.ElectionTimeoutMin,
-		ElectionTimeoutMax: s.cfg.ElectionTimeoutMax,
-		HeartbeatInterval:  s.cfg.HeartbeatInterval,
-		GhostTTL:           s.cfg.GhostTTL,
-		PreVote:            s.cfg.PreVote,
-		Evidence:           s.cfg.Evidence,
-		FastFailover:       s.cfg.FastFailover,
-		Started:            s.clock(),
-		Prefer:             s.cfg.Prefer,
-		PreferStableFor:    s.cfg.PreferStableFor,
-		Rand:               rand.New(rand.NewPCG(s.cfg.Seed, uint64(1000*(m.index+1)+m.life))),
+		ClusterID:           clusterID,
+		Self:                m.id,
+		MinClusterSize:      s.cfg.MinClusterSize,
+		ElectionTimeoutMin:  s.cfg.ElectionTimeoutMin,
+		ElectionTimeoutMax:  s.cfg.ElectionTimeoutMax,
+		HeartbeatInterval:   s.cfg.HeartbeatInterval,
+		GhostTTL:            s.cfg.GhostTTL,
+		DisablePreVote:      !s.cfg.PreVote,
+		Evidence:            s.cfg.Evidence,
+		DisableFastFailover: !s.cfg.FastFailover,
+		Started:             s.clock(),
+		Prefer:              s.cfg.Prefer,
+		PreferStableFor:     s.cfg.PreferStableFor,
+		Rand:                rand.New(rand.NewPCG(s.cfg.Seed, uint64(1000*(m.index+1)+m.life))),
 	}
 	if !s.cfg.Join {
 		cfg.Bootstrap = peers

@@ -285,7 +285,7 @@ func TestIsolatedLeaderStepsDown(t *testing.T) {
 		})
 	}
 	t.Run("with cuts never detected under contact evidence, the step-down rule is not bounded", func(t *testing.T) {
-		cfg := quiet(3, func(c *Config) { c.Network.DetectCut = -1 })
+		cfg := quiet(3, func(c *Config) { c.Network.DetectCut = -1; c.Evidence = election.EvidenceContact })
 		assert.Zero(t, cfg.Bounds().StepDown)
 	})
 }

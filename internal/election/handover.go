@@ -1,0 +1,124 @@
+package election
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// handoverState remembers the last handover this member made, to learn
+// whether its target took leadership, and the targets that failed lately.
+type handoverState struct {
+	target gen.Atom // "" when no handover awaits judgement
+	avoid  map[gen.Atom]avoidance
+}
+
+// avoidance keeps a failed handover target out of the choice until.
+type avoidance struct {
+	until    time.Time
+	failures int
+}
+
+// Avoiding a failed target starts at ten election timeouts and doubles with
+// each consecutive failure, up to 2^maxAvoidShift times that.
+const (
+	avoidTimeouts = 10
+	maxAvoidShift = 6
+)
+
+// handOver steps down and tells the member on node to campaign at once.
+func (c *Core) handOver(now time.Time, node gen.Atom) {
+	p := c.peers.get(node)
+	c.handover.target = node
+	c.becomeFollower(now, gen.PID{})
+	c.send(now, p, MessageTimeoutNow{Header: c.hdr(c.term)})
+}
+
+// judgeHandover settles the last handover once a leader is known: the target
+// leading clears its record, anyone else leading marks it failed, so it is
+// not chosen again for a while. A target that cannot win (its own
+// HandleConfirmLeader denies, or its quorum is out of reach) would otherwise
+// be handed leadership over and over.
+func (c *Core) judgeHandover(now time.Time) {
+	target := c.handover.target
+	if target == "" || c.leader == (gen.PID{}) {
+		return
+	}
+	c.handover.target = ""
+	if c.leader.Node == target {
+		delete(c.handover.avoid, target)
+		return
+	}
+	if c.handover.avoid == nil {
+		c.handover.avoid = map[gen.Atom]avoidance{}
+	}
+	a := c.handover.avoid[target]
+	a.until = now.Add(avoidTimeouts * c.cfg.ElectionTimeoutMax << min(a.failures, maxAvoidShift))
+	a.failures++
+	c.handover.avoid[target] = a
+	c.stats.failedHandovers++
+}
+
+// avoided reports whether node failed a handover lately.
+func (c *Core) avoided(node gen.Atom, now time.Time) bool {
+	a, ok := c.handover.avoid[node]
+	return ok && now.Before(a.until)
+}
+
+// handOverCandidate picks the reachable member heard from most recently,
+// preferring one that has not failed a handover lately.
+func (c *Core) handOverCandidate(now time.Time) (gen.Atom, bool) {
+	var best gen.Atom
+	var bestAt time.Time
+	bestAvoided := true
+	for _, m := range c.view.Members {
+		p := c.peers.get(m.Node)
+		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() {
+			continue
+		}
+		at, avoided := latest(p.lastReply, p.lastInbound), c.avoided(m.Node, now)
+		if best == "" || (bestAvoided && !avoided) || (avoided == bestAvoided && at.After(bestAt)) {
+			best, bestAt, bestAvoided = m.Node, at, avoided
+		}
+	}
+	return best, best != ""
+}
+
+func (c *Core) stepDown(now time.Time) error {
+	if c.role != RoleLeader {
+		return fmt.Errorf("election: step down: not the leader (%s): %w", c.visibleRole(), gen.ErrNotAllowed)
+	}
+	to, ok := c.handOverCandidate(now)
+	if !ok {
+		return fmt.Errorf("election: step down: no reachable member to hand over to: %w", gen.ErrNotAllowed)
+	}
+	c.handOver(now, to)
+	return nil
+}
+
+func (c *Core) transferLeadership(now time.Time, to gen.Atom) error {
+	if c.role != RoleLeader {
+		return fmt.Errorf("election: transfer to %s: not the leader (%s): %w", to, c.visibleRole(), gen.ErrNotAllowed)
+	}
+	p := c.peers.get(to)
+	if !c.view.has(to) || p == nil {
+		return fmt.Errorf("election: transfer to %s: not a member of the view: %w", to, gen.ErrIncorrect)
+	}
+	if !p.handOverTarget() {
+		return fmt.Errorf("election: transfer to %s: not reachable: %w", to, gen.ErrNotAllowed)
+	}
+	c.handOver(now, to)
+	return nil
+}
+
+// onTimeoutNow campaigns at once for a leader handing over to this member.
+func (c *Core) onTimeoutNow(now time.Time, m MessageTimeoutNow) {
+	if m.Term != c.term || c.role == RoleLeader || !c.agreed() || !c.mayCampaign() {
+		c.drop(dropUnexpected)
+		return
+	}
+	c.recognise(gen.PID{})
+	c.leaderHeardAt = time.Time{}
+	c.campaign(now, true)
+}

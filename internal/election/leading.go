@@ -1,0 +1,310 @@
+package election
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/quorum"
+)
+
+// leadership is what a leader keeps for its term; it ends with the term.
+type leadership struct {
+	since time.Time
+	// committedInTerm: the view this leader holds was acknowledged by a
+	// majority at this term. Changes wait for it.
+	committedInTerm bool
+	// change describes the change proposed and not yet committed, "" when none.
+	change string
+	// adds and removes are the changes asked for, applied one at a time.
+	adds    map[gen.Atom]admission
+	removes map[gen.Atom]string
+	// awaitingConfirm: HandleConfirmLeader was asked; visible: it granted,
+	// and the user was told (HandleBecomeLeader).
+	awaitingConfirm bool
+	visible         bool
+}
+
+// admission is a peer a leader was asked to admit, and since when: the
+// leader admits it only once the peer answers after that, so a name that
+// leads nowhere, or a peer this leader cannot reach, never raises the quorum.
+type admission struct {
+	id    gen.ProcessID
+	since time.Time
+}
+
+// becomeLeader takes leadership of a won election: the view is re-stamped
+// with this term, so it outranks every view proposed in an earlier term, and
+// is sent to every member. Leadership is visible to the user only once that
+// view is committed (publishable).
+func (c *Core) becomeLeader(now time.Time) {
+	c.camp = nil
+	c.disarm(TimerElection)
+	c.role = RoleLeader
+	c.recognise(c.self)
+	c.leaderID = c.cfg.Self
+	c.stats.electionsWon++
+	c.view.Stamp.Key.Term = c.term
+	c.hardDirty = true
+	c.lead = &leadership{since: now, adds: map[gen.Atom]admission{}, removes: map[gen.Atom]string{}}
+	for _, m := range c.view.Members {
+		if m.Node == c.cfg.Self.Node {
+			continue
+		}
+		p := c.peers.ensure(m)
+		p.memberSince = now
+		if p.ended != "" {
+			c.lead.removes[m.Node] = p.ended
+		}
+	}
+	c.sendHeartbeats(now)
+	c.checkCommit(now)
+}
+
+// sendHeartbeats asserts leadership to every member of the view, with the
+// whole view to those whose last acknowledgement shows another stamp.
+func (c *Core) sendHeartbeats(now time.Time) {
+	for _, m := range c.view.Members {
+		if m.Node == c.cfg.Self.Node {
+			continue
+		}
+		p := c.peers.ensure(m)
+		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
+		if p.acked != c.view.Stamp || p.ackedTerm != c.term {
+			hb.View = c.view.clone()
+		}
+		c.send(now, p, hb)
+	}
+	c.heartbeatOutLast = now
+	c.arm(TimerHeartbeat, c.cfg.HeartbeatInterval)
+}
+
+// onHeartbeat follows the leader of this term and takes its view.
+func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
+	if m.Term != c.term {
+		c.drop(dropForeign) // a newer term this member did not take: an outsider
+		return
+	}
+	sameLineage := c.view != nil && m.Header.View.Lineage == c.view.Stamp.Lineage
+	joins := m.View != nil && m.View.has(c.cfg.Self.Node) && (c.wouldSwitch(m.View.Stamp) || c.view == nil || !c.view.Stamp.Agreed)
+	if c.view != nil && !sameLineage && !joins {
+		c.drop(dropForeign)
+		return
+	}
+	switch c.role {
+	case RoleLeader:
+		if sameLineage {
+			// Two leaders of one lineage and term: the rules rule it out.
+			// Stand down rather than argue; the next election settles it.
+			c.drop(dropTwoLeaders)
+			c.stats.conflicts++
+			c.becomeFollower(now, gen.PID{})
+			return
+		}
+		c.becomeFollower(now, gen.PID{}) // joining a cluster that outranks this one
+	case RoleCandidate:
+		c.becomeFollower(now, from)
+	case RoleFollower:
+		if c.leader != (gen.PID{}) && c.leader != from && c.leaderLive(now) {
+			// A second leader in this term: stay with the first and tell the
+			// second, which stands down.
+			c.drop(dropTwoLeaders)
+			ack := c.ackMsg()
+			ack.Follows = c.leader
+			c.send(now, c.peers.get(from.Node), ack)
+			return
+		}
+	}
+	c.camp = nil
+	c.next = nextCampaign{}
+	c.recognise(from)
+	c.leaderID = m.From
+	c.leaderHeardAt = now
+	c.heartbeatInLast = now
+	c.touchElection(now)
+	if m.View != nil {
+		c.acceptView(now, m.View, true)
+	}
+	if c.view != nil && m.Header.View.Lineage == c.view.Stamp.Lineage && m.Committed.Compare(c.committed) > 0 {
+		c.committed = m.Committed
+	}
+	c.send(now, c.peers.get(from.Node), c.ackMsg())
+}
+
+func (c *Core) ackMsg() MessageHeartbeatAck {
+	return MessageHeartbeatAck{Header: c.hdr(c.term)}
+}
+
+// onHeartbeatAck records which view a member acknowledged, and a second
+// leader it reports.
+func (c *Core) onHeartbeatAck(now time.Time, from gen.PID, m MessageHeartbeatAck) {
+	if c.role != RoleLeader || m.Term != c.term {
+		return
+	}
+	if m.Follows != (gen.PID{}) && m.Follows != c.self {
+		c.drop(dropTwoLeaders)
+		c.stats.conflicts++
+		c.becomeFollower(now, gen.PID{})
+		return
+	}
+	p := c.peers.get(from.Node)
+	p.acked, p.ackedTerm = m.Header.View, m.Term
+	c.checkCommit(now)
+}
+
+// checkCommit counts the members that acknowledged this leader's view at its
+// term, itself included. A majority commits it; the first view of a lineage
+// also needs MinClusterSize acknowledgements, and committing it makes the
+// lineage agreed.
+func (c *Core) checkCommit(now time.Time) {
+	if c.role != RoleLeader {
+		return
+	}
+	key, acked := c.view.Stamp.Key, 0
+	for _, m := range c.view.Members {
+		if m.Node == c.cfg.Self.Node {
+			acked++
+			continue
+		}
+		if p := c.peers.get(m.Node); p != nil && p.ackedTerm == c.term && p.acked.Lineage == c.view.Stamp.Lineage && p.acked.Key == key {
+			acked++
+		}
+	}
+	if !quorum.Reached(acked, c.view.size()) {
+		return
+	}
+	if !c.view.Stamp.Agreed {
+		if acked < c.cfg.MinClusterSize {
+			return
+		}
+		old := c.view.clone()
+		c.view.Stamp.Agreed = true
+		c.hardDirty = true
+		c.effect(ViewChanged{From: old, To: c.view.clone(), Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
+		defer c.sendHeartbeats(now) // tell the members at once
+	}
+	if c.lead.committedInTerm && c.committed == key {
+		return
+	}
+	c.committed = key
+	c.lead.committedInTerm = true
+	c.lead.change = ""
+	c.maybeChange(now)
+}
+
+// onHeartbeatTick checks quorum evidence, applies membership, maybe hands
+// over to a preferred member, then asserts leadership again.
+func (c *Core) onHeartbeatTick(now time.Time) {
+	if c.role != RoleLeader {
+		return
+	}
+	c.tidyPeers(now)
+	reached := 1
+	for _, m := range c.view.Members {
+		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, now, c.cfg.evidenceWindow()) {
+			reached++
+		}
+	}
+	if !quorum.Reached(reached, c.view.size()) {
+		c.stats.quorumLost++
+		c.becomeFollower(now, gen.PID{})
+		return
+	}
+	c.expireGhosts(now)
+	if c.lead.removes[c.cfg.Self.Node] != "" {
+		// A leader never removes itself: it hands over, and asks its
+		// successor to remove it.
+		c.removals[c.cfg.Self.Node] = true
+		c.armProbe()
+		if to, ok := c.handOverCandidate(now); ok {
+			c.handOver(now, to)
+			return
+		}
+	}
+	c.maybeChange(now)
+	if to, ok := c.preferredTarget(now); ok {
+		c.stats.preferredTransfers++
+		c.handOver(now, to)
+		return
+	}
+	c.sendHeartbeats(now)
+}
+
+// publishable reports whether this leader's leadership may be shown to the
+// user: its view is agreed, has at least MinClusterSize members including
+// itself, was committed in this term, and counts no member whose process is
+// known to have ended (those are removed first, so a leader never publishes
+// with fewer live members than the view claims).
+func (c *Core) publishable() bool {
+	if c.role != RoleLeader || c.storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize ||
+		!c.lead.committedInTerm || c.committed.Term != c.term {
+		return false
+	}
+	for _, m := range c.view.Members {
+		if p := c.peers.get(m.Node); p != nil && p.ended != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeConfirm asks HandleConfirmLeader once leadership is publishable, and
+// withdraws a visible leadership whose view fell below MinClusterSize.
+func (c *Core) maybeConfirm() {
+	l := c.lead
+	if l == nil {
+		return
+	}
+	if l.visible {
+		if c.storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize {
+			l.visible = false
+		}
+		return
+	}
+	if !l.awaitingConfirm && c.publishable() {
+		l.awaitingConfirm = true
+		c.effect(Confirm{Term: c.term})
+	}
+}
+
+func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error) {
+	if c.lead == nil || !c.lead.awaitingConfirm || term != c.term {
+		c.drop(dropStaleConfirm)
+		return
+	}
+	c.lead.awaitingConfirm = false
+	if granted && err == nil {
+		c.denials = 0
+		c.lead.visible = true
+		return
+	}
+	c.deny(now, err)
+}
+
+// deny records a denial of leadership by HandleConfirmLeader, follows, and
+// re-campaigns after a backoff that grows with consecutive denials.
+func (c *Core) deny(now time.Time, err error) {
+	c.stats.confirmDenied++
+	c.stats.lastDeniedAt = now
+	c.lastDenied = err
+	c.denials++
+	c.becomeFollower(now, gen.PID{})
+	if c.mayCampaign() {
+		c.armElectionAfter(now, c.electionTimeout()+c.cfg.ElectionTimeoutMin<<min(c.denials-1, maxBackoffShift))
+	}
+}
+
+// reconfirm handles a leader's periodic re-consultation of HandleConfirmLeader.
+func (c *Core) reconfirm(now time.Time, granted bool, err error) {
+	if c.lead == nil || !c.lead.visible {
+		c.drop(dropStaleConfirm)
+		return
+	}
+	if granted && err == nil {
+		return
+	}
+	c.deny(now, err)
+}
+
+// maxBackoffShift caps the confirmation backoff at 32 ElectionTimeoutMin.
+const maxBackoffShift = 5

@@ -1,0 +1,136 @@
+package election
+
+import (
+	"slices"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// peer is another member this one knows of, keyed by node: a member of its
+// view, a peer it declared (Bootstrap, Join), or one that contacted it.
+type peer struct {
+	id  gen.ProcessID
+	pid gen.PID // zero until it answers, and again once its connection drops
+	// declared: named by Bootstrap or Join.
+	declared bool
+	// answered: it has sent a valid protocol message.
+	answered bool
+	// unreachableSince is non-zero while its connection is down.
+	unreachableSince time.Time
+	lastInbound      time.Time // last valid protocol message from it
+	lastReply        time.Time // last vote answer or heartbeat ack from it
+	lastSend         time.Time // last message generated for it
+	sendFailing      bool      // the shell reported the last send to it failed
+	lastSendErr      error     // why, for inspection
+	started          time.Time // its start time, from its messages; zero when unknown
+	// steadySince starts its current run of replies, each within the
+	// evidence window of the one before; zero when the run is broken.
+	steadySince time.Time
+	// acked is the view stamp it last acknowledged to this member as leader,
+	// at term ackedTerm; a view is committed when a majority acked its key at
+	// the leader's term.
+	acked     ViewStamp
+	ackedTerm uint64
+	// memberSince is when this leader began counting the peer's silence: the
+	// later of the leader's election and the peer's admission. A member
+	// silent for GhostTTL since then is removed.
+	memberSince time.Time
+	// ended says why its process ended, "" unless a monitor reported a real
+	// end (not a lost connection); a leader removes such a member at once.
+	ended    string
+	endedPID gen.PID
+	// reported is the PID last reported to HandlePeerJoined, zero when none.
+	reported gen.PID
+}
+
+// target is where to send to p: its PID when known, else its name.
+func (p *peer) target(msg any) Outbound {
+	if p.pid != (gen.PID{}) {
+		return Outbound{To: p.pid, Message: msg}
+	}
+	return Outbound{ToName: p.id, Message: msg}
+}
+
+// reached reports whether p counts, under rule e, as reached within window.
+func (p *peer) reached(e Evidence, now time.Time, window time.Duration) bool {
+	if !p.unreachableSince.IsZero() {
+		return false // its connection dropped: nothing sent since reached it
+	}
+	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) < window }
+	if e == EvidenceReplies {
+		return recent(p.lastReply)
+	}
+	return recent(p.lastInbound) || (recent(p.lastSend) && !p.sendFailing)
+}
+
+// alive reports whether p was heard from within window and its connection
+// has not dropped since: the evidence a leader needs before admitting it.
+func (p *peer) alive(now time.Time, window time.Duration) bool {
+	return p.unreachableSince.IsZero() && !p.lastInbound.IsZero() && now.Sub(p.lastInbound) < window
+}
+
+// handOverTarget reports whether p can take leadership over: it answered,
+// its PID is known and the last send to it did not fail.
+func (p *peer) handOverTarget() bool {
+	return p.answered && p.pid != (gen.PID{}) && p.unreachableSince.IsZero() && !p.sendFailing
+}
+
+// silentFor is how long p has been silent as a member of this leader's view.
+func (p *peer) silentFor(now time.Time) time.Duration {
+	return now.Sub(latest(p.lastInbound, p.memberSince))
+}
+
+// peerTable holds the known peers with their nodes kept sorted, so every
+// loop over them is deterministic.
+type peerTable struct {
+	byNode map[gen.Atom]*peer
+	// sorted is replaced, never changed in place, so a loop over it may add
+	// or remove peers.
+	sorted []gen.Atom
+}
+
+func newPeerTable() peerTable { return peerTable{byNode: map[gen.Atom]*peer{}} }
+
+func (t *peerTable) get(node gen.Atom) *peer { return t.byNode[node] }
+
+// ensure returns the peer on node, adding it under id when unknown.
+func (t *peerTable) ensure(id gen.ProcessID) *peer {
+	if p := t.byNode[id.Node]; p != nil {
+		return p
+	}
+	p := &peer{id: id}
+	t.byNode[id.Node] = p
+	i, _ := slices.BinarySearch(t.sorted, id.Node)
+	t.sorted = slices.Insert(slices.Clip(t.sorted), i, id.Node)
+	return p
+}
+
+// remove forgets node.
+func (t *peerTable) remove(node gen.Atom) {
+	if _, ok := t.byNode[node]; !ok {
+		return
+	}
+	delete(t.byNode, node)
+	if i, found := slices.BinarySearch(t.sorted, node); found {
+		t.sorted = slices.Concat(t.sorted[:i], t.sorted[i+1:])
+	}
+}
+
+// nodes lists the peers' nodes, sorted; callers must not modify the slice.
+func (t *peerTable) nodes() []gen.Atom { return t.sorted }
+
+// byPID finds the peer currently known by pid.
+func (t *peerTable) byPID(pid gen.PID) *peer {
+	if p := t.byNode[pid.Node]; p != nil && p.pid == pid {
+		return p
+	}
+	return nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

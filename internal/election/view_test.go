@@ -1,0 +1,418 @@
+package election
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// The rules of agreed membership (docs/membership.md). Each test names the
+// rule it checks.
+
+// formationGrant answers n1's formation request as peer i: viewless,
+// reporting declared, or holding v.
+func (h *harness) formationGrant(i int, term uint64, declared []gen.ProcessID, v *View) {
+	s := ViewStamp{}
+	if v != nil {
+		s = v.Stamp
+	}
+	h.step(i, MessageVote{Header: hdr(i, term, s), Granted: true, Declared: declared, View: v})
+}
+
+// Formation: a first view needs grants that number at least MinClusterSize
+// and are a majority of every set a voter reported, its own included.
+func TestFormationNeedsMinClusterSizeGrantsAndAMajorityOfEveryReport(t *testing.T) {
+	t.Run("grants below MinClusterSize do not form", func(t *testing.T) {
+		h := newHarness(t, 4, nil)
+		term := h.campaign()
+		h.formationGrant(2, term, members(5), nil)
+		assert.False(t, h.c.IsProtocolLeader(), "2 grants, MinClusterSize 3")
+		h.formationGrant(3, term, members(5), nil)
+		assert.True(t, h.c.IsProtocolLeader(), "3 grants, a majority of every report")
+	})
+	t.Run("grants short of a majority of a report do not form", func(t *testing.T) {
+		h := newHarness(t, 2, func(c *Config) { c.MinClusterSize = 2 })
+		term := h.campaign()
+		wide := []gen.ProcessID{procID(nodeName(2)), procID(nodeName(6)), procID(nodeName(7)), procID(nodeName(8))}
+		h.formationGrant(2, term, wide, nil)
+		assert.False(t, h.c.IsProtocolLeader(), "n2 reported four members and only one of them granted")
+		h.formationGrant(3, term, members(3), nil)
+		assert.False(t, h.c.IsProtocolLeader(), "still not a majority of n2's report")
+	})
+	t.Run("a member holding an agreed view refuses a formation and tells its view", func(t *testing.T) {
+		h := newAgreed(t, 2, nil)
+		h.take()
+		h.step(7, MessageRequestVote{Header: hdr(7, 5, ViewStamp{}), Declared: members(3)})
+		v := lastVote(t, h.take())
+		assert.False(t, v.Granted)
+		require.NotNil(t, v.View)
+		assert.Equal(t, h.stamp(), v.View.Stamp)
+		assert.Equal(t, uint64(1), h.c.Term(), "an outsider's term does not move an agreed member")
+	})
+}
+
+// Formation: a formation re-proposes the newest view a granting voter holds
+// instead of a fresh one — formation is Paxos on the first view, and a view
+// some member acknowledged may already be chosen.
+func TestFormationReproposesTheNewestReportedView(t *testing.T) {
+	h := newHarness(t, 4, nil)
+	term := h.campaign()
+	older := newView(ViewStamp{Lineage: Lineage{Term: 1, Node: nodeName(4)}, Key: ViewKey{Term: 1, Epoch: 1}}, members(4))
+	held := newView(ViewStamp{Lineage: Lineage{Term: 2, Node: nodeName(9)}, Key: ViewKey{Term: 2, Epoch: 1}}, members(3))
+	h.formationGrant(2, term, nil, older)
+	h.formationGrant(3, term, nil, held)
+	require.True(t, h.c.IsProtocolLeader())
+	v, _ := h.c.View()
+	assert.Equal(t, held.Members, v.Members, "the newest reported view, not a fresh one of all five")
+	assert.Equal(t, held.Stamp.Lineage, v.Stamp.Lineage)
+	assert.Equal(t, ViewKey{Term: term, Epoch: 1}, v.Stamp.Key, "re-stamped with the winner's term")
+	assert.False(t, v.Stamp.Agreed, "not agreed until MinClusterSize members acknowledge it")
+}
+
+// Formation: a member that acknowledged a view never proposes a fresh one:
+// its own view counts as reported.
+func TestMemberHoldingAViewNeverProposesAFreshOne(t *testing.T) {
+	proposed := newView(ViewStamp{Lineage: Lineage{Term: 1, Node: nodeName(3)}, Key: ViewKey{Term: 1, Epoch: 1}}, members(3))
+	h := newHarnessWith(t, 4, HardState{Term: 1, View: proposed}, nil)
+	term := h.campaign()
+	h.formationGrant(2, term, members(5), nil)
+	h.formationGrant(3, term, members(5), nil)
+	require.True(t, h.c.IsProtocolLeader())
+	v, _ := h.c.View()
+	assert.Equal(t, proposed.Members, v.Members)
+	assert.Equal(t, proposed.Stamp.Lineage, v.Stamp.Lineage)
+}
+
+// Agreement: a first view counts as agreed, and leadership is visible, only
+// once at least MinClusterSize members, a majority of it, acknowledged it.
+func TestFirstViewIsAgreedOnMinClusterSizeAcknowledgements(t *testing.T) {
+	h := newHarness(t, 2, func(c *Config) { c.MinClusterSize = 3 })
+	term := h.campaign()
+	h.formationGrant(2, term, members(3), nil)
+	h.formationGrant(3, term, members(3), nil)
+	require.True(t, h.c.IsProtocolLeader())
+	assert.Equal(t, RoleCandidate, h.c.Role(), "won, not yet published")
+	h.ack(2, term)
+	assert.False(t, h.stamp().Agreed, "two acknowledgements are a majority of three but below MinClusterSize 3")
+	assert.Empty(t, effectsIn[Confirm](h.take()))
+	h.ack(3, term)
+	assert.True(t, h.stamp().Agreed)
+	assert.Equal(t, RoleLeader, h.c.Role())
+}
+
+// Up-to-date rule: a voter holding a view refuses a candidate whose view is
+// older, committed or not — voting uses the latest view it accepted.
+func TestVoterRefusesACandidateWithAnOlderView(t *testing.T) {
+	h := newAgreed(t, 3, nil)
+	h.take()
+	newer := agreedView(4, 3, 2)
+	h.heartbeat(2, 3, newer.Stamp, newer)
+	require.Equal(t, newer.Stamp, h.stamp(), "accepted from the leader, not yet known committed")
+	require.NotEqual(t, newer.Stamp.Key, h.c.committed)
+	for _, c := range []struct {
+		name  string
+		key   ViewKey
+		grant bool
+	}{
+		{"an older epoch is refused", ViewKey{Term: 3, Epoch: 1}, false},
+		{"an older term is refused whatever its epoch", ViewKey{Term: 2, Epoch: 9}, false},
+		{"the same view is granted", ViewKey{Term: 3, Epoch: 2}, true},
+		{"a newer view is granted", ViewKey{Term: 4, Epoch: 2}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			term := h.c.Term() + 1
+			s := newer.Stamp
+			s.Key = c.key
+			h.requestVote(3, term, s)
+			assert.Equal(t, c.grant, lastVote(t, h.take()).Granted)
+		})
+	}
+}
+
+// Re-stamp: a new leader stamps its view with its own term, so its view
+// outranks every view proposed in an earlier term; the comparison key is
+// (term, epoch), term first.
+func TestNewLeaderRestampsItsView(t *testing.T) {
+	h := newHarnessWith(t, 2, HardState{Term: 4, View: agreedView(3, 2, 7)}, nil)
+	term := h.campaign()
+	h.grant(2, term)
+	require.True(t, h.c.IsProtocolLeader())
+	assert.Equal(t, ViewKey{Term: term, Epoch: 7}, h.stamp().Key)
+	rd := h.take()
+	require.NotNil(t, rd.HardState)
+	assert.Equal(t, ViewKey{Term: term, Epoch: 7}, rd.HardState.View.Stamp.Key, "persisted before the heartbeats carry it")
+	assert.Less(t, ViewKey{Term: 4, Epoch: 99}.Compare(h.stamp().Key), 0)
+}
+
+// Persistence: every view a member acknowledges is in the HardState of the
+// same Ready as its acknowledgement, which the shell persists before sending.
+func TestAcknowledgedViewIsPersistedBeforeTheAck(t *testing.T) {
+	h := newAgreed(t, 3, nil)
+	h.take()
+	v := agreedView(4, 2, 2)
+	h.heartbeat(2, 2, v.Stamp, v)
+	rd := h.take()
+	require.NotNil(t, rd.HardState)
+	require.NotNil(t, rd.HardState.View)
+	assert.Equal(t, v.Stamp, rd.HardState.View.Stamp)
+	acks := messagesOf[MessageHeartbeatAck](rd)
+	require.Len(t, acks, 1)
+	assert.Equal(t, v.Stamp, acks[0].Message.(MessageHeartbeatAck).View)
+}
+
+// Visibility: a new leader is visible to the user only after its re-stamped
+// view committed in its term.
+func TestNewLeaderIsVisibleOnlyAfterItsRestampedViewCommits(t *testing.T) {
+	h := newAgreed(t, 4, nil)
+	term := h.campaign()
+	h.grant(2, term)
+	h.grant(3, term)
+	require.True(t, h.c.IsProtocolLeader())
+	assert.Equal(t, RoleCandidate, h.c.Role())
+	h.ack(2, term)
+	assert.Equal(t, RoleCandidate, h.c.Role(), "two of five acknowledged the re-stamp")
+	old := h.stamp()
+	old.Key.Term = 1
+	h.step(3, MessageHeartbeatAck{Header: hdr(3, term, old)})
+	assert.Equal(t, RoleCandidate, h.c.Role(), "an acknowledgement of the old stamp does not count")
+	h.ack(3, term)
+	assert.Equal(t, RoleLeader, h.c.Role())
+	assert.Equal(t, FencingToken(h), term)
+}
+
+// FencingToken reads the token through the API, for the test above.
+func FencingToken(h *harness) uint64 { return h.c.FencingToken() }
+
+// The floor: a leader of a view below MinClusterSize is an ordinary leader
+// of that view (it coordinates membership) whose leadership the floor hides.
+func TestLeaderBelowTheFloorIsHidden(t *testing.T) {
+	h := newHarnessWith(t, 1, HardState{Term: 1, View: agreedView(2, 1, 1)}, nil)
+	term := h.campaign()
+	h.grant(2, term)
+	h.ack(2, term)
+	rd := h.take()
+	assert.True(t, h.c.IsProtocolLeader())
+	assert.Equal(t, RoleUnclustered, h.c.Role())
+	assert.Empty(t, effectsIn[Confirm](rd), "HandleConfirmLeader is not asked below the floor")
+	assert.Contains(t, h.c.Status(h.now).Below, "below MinClusterSize 3")
+}
+
+// Changes: the leader changes the view one member at a time, only once its
+// current view committed in its term, and a change commits by a majority of
+// the new view.
+func TestViewChangesOneAtATimeAfterCommit(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	term := h.lead(2, 3)
+	for _, i := range []int{4, 5} {
+		h.step(i, MessageMembership{Header: hdr(i, term, ViewStamp{}), Add: []gen.ProcessID{procID(nodeName(i))}})
+	}
+	v, _ := h.c.View()
+	require.Equal(t, 4, len(v.Members), "one admission proposed")
+	require.Equal(t, uint64(2), v.Stamp.Key.Epoch)
+	h.ack(2, term)
+	v, _ = h.c.View()
+	assert.Equal(t, 4, len(v.Members), "two of four (n1, n2) is not a majority of the new view")
+	assert.NotEmpty(t, h.c.Status(h.now).PendingChange)
+	h.ack(4, term)
+	v, _ = h.c.View()
+	assert.Equal(t, 5, len(v.Members), "committed by three of four: the next admission follows")
+	assert.Equal(t, uint64(3), v.Stamp.Key.Epoch)
+}
+
+// Changes: a leader asked to remove itself never counts itself out: it hands
+// over, and asks its successor to remove it.
+func TestLeaderAskedToRemoveItselfHandsOverFirst(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	term := h.lead(2, 3)
+	h.take()
+	h.step(2, MessageMembership{Header: hdr(2, term, h.stamp()), Remove: []gen.Atom{nodeName(1)}})
+	h.ack(2, term)
+	h.ack(3, term)
+	h.fire(TimerHeartbeat)
+	rd := h.take()
+	require.Len(t, messagesOf[MessageTimeoutNow](rd), 1, "handed over")
+	assert.Equal(t, RoleFollower, h.c.Role())
+	assert.True(t, h.c.view.has(nodeName(1)), "still a member until the successor removes it")
+	h.heartbeat(2, term+1, ViewStamp{Lineage: h.stamp().Lineage, Key: ViewKey{Term: term + 1, Epoch: 1}, Agreed: true}, nil)
+	h.fire(TimerProbe)
+	forwarded := messagesOf[MessageMembership](h.take())
+	require.NotEmpty(t, forwarded)
+	assert.Equal(t, []gen.Atom{nodeName(1)}, forwarded[len(forwarded)-1].Message.(MessageMembership).Remove)
+}
+
+// Fatal: two views with one key and different members cannot both exist; a
+// member that meets them stops and says so.
+func TestTwoViewsWithOneKeyAreFatal(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.take()
+	other := newView(h.stamp(), members(4)[1:])
+	h.c.Step(h.now, peerPID(2), MessageHeartbeat{Header: hdr(2, 1, h.stamp()), View: other})
+	rd := h.take()
+	require.Len(t, effectsIn[Fatal](rd), 1)
+	assert.ErrorIs(t, effectsIn[Fatal](rd)[0].Err, gen.ErrMalformed)
+	assert.Equal(t, RoleUnclustered, h.c.Role())
+	h.heartbeat(2, 1, h.stamp(), nil)
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropFatal], "a stopped member ignores every input")
+}
+
+// Once a view is agreed only its members vote and count: a grant from a
+// non-member is not counted, and an outsider's term does not move a member.
+func TestOnlyMembersVoteOnceAViewIsAgreed(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	term := h.campaign()
+	h.grant(7, term)
+	assert.False(t, h.c.IsProtocolLeader())
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropNotVoter])
+	h.step(8, MessageRequestVote{Header: hdr(8, 50, ViewStamp{})})
+	assert.Equal(t, term, h.c.Term(), "a viewless outsider's term is not taken")
+}
+
+// One member per node per cluster: a second actor of this cluster on a node
+// whose member is another process is dropped as misconfigured.
+func TestSecondActorOnOneNodeIsDropped(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.take()
+	second := Header{ClusterID: testCluster, Term: 1, From: gen.ProcessID{Name: "other", Node: nodeName(2)}, View: h.stamp()}
+	h.c.Step(h.now, gen.PID{Node: nodeName(2), ID: 2000, Creation: 1}, MessageRequestVote{Header: second})
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropDuplicate])
+	assert.Empty(t, messagesOf[MessageVote](h.take()), "no answer")
+}
+
+// Join and Leave go through the leader: a follower forwards them.
+func TestFollowerForwardsJoinAndLeaveToTheLeader(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	h.take()
+	require.NoError(t, h.c.Join(h.now, procID(nodeName(9))))
+	rd := h.take()
+	assert.Empty(t, messagesOf[MessageMembership](rd), "not before n9 answered")
+	require.Len(t, messagesOf[MessageRequestVote](rd), 1, "n9 is probed")
+	h.step(9, MessageVote{Header: hdr(9, 0, ViewStamp{}), PreVote: true})
+	h.fire(TimerProbe)
+	rd = h.take()
+	fw := messagesOf[MessageMembership](rd)
+	require.NotEmpty(t, fw)
+	assert.Equal(t, peerPID(2), fw[0].To)
+	assert.Equal(t, []gen.ProcessID{procID(nodeName(9))}, fw[0].Message.(MessageMembership).Add)
+
+	require.NoError(t, h.c.Leave(h.now, nodeName(3)))
+	fw = messagesOf[MessageMembership](h.take())
+	require.Len(t, fw, 1)
+	assert.Equal(t, []gen.Atom{nodeName(3)}, fw[0].Message.(MessageMembership).Remove)
+}
+
+// GhostTTL: only a leader removes a member silent for GhostTTL, so a side
+// without a leader never shrinks its view, however long it is cut off.
+func TestOnlyALeaderRemovesGhosts(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.take()
+	for range 40 {
+		h.advance(time.Second)
+		if _, ok := h.timers[TimerElection]; ok {
+			h.fire(TimerElection)
+		}
+	}
+	assert.Equal(t, 3, h.c.ViewSize(), "a follower cut off for 40 s keeps its view")
+
+	term := h.lead(2, 3)
+	h.advance(h.c.cfg.GhostTTL)
+	for range 3 {
+		h.ack(2, term)
+		h.fire(TimerHeartbeat)
+	}
+	v, _ := h.c.View()
+	assert.Equal(t, []gen.ProcessID{procID(nodeName(1)), procID(nodeName(2))}, v.Members, "the leader removed silent n3")
+}
+
+// Durable state: a failed write leaves a member that votes for nobody and
+// leads nothing until a write succeeds.
+func TestUnwritableStateVotesForNobodyAndRecovers(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.lead(2, 3)
+	h.take()
+	h.c.StorageFailed(h.now, errors.New("disk full"))
+	rd := h.take()
+	assert.Contains(t, rd.Effects, Effect(BecomeFollower{}))
+	assert.Equal(t, RoleUnclustered, h.c.Role())
+	assert.Contains(t, h.c.Status(h.now).Below, "disk full")
+	h.requestVote(2, 9, h.stamp())
+	assert.Empty(t, messagesOf[MessageVote](h.take()), "no vote while the state cannot be written")
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropStorage])
+	h.fire(TimerStorage)
+	require.NotNil(t, h.take().HardState, "asks for its state to be written again")
+	h.c.StorageRecovered(h.now)
+	h.collect()
+	assert.Equal(t, RoleFollower, h.c.Role())
+	h.requestVote(2, 9, h.stamp())
+	assert.True(t, lastVote(t, h.take()).Granted)
+}
+
+// Terms: a term that cannot be incremented is refused, from durable state
+// and from the wire, so the cluster can always elect again.
+func TestTermsThatCannotBeIncrementedAreRefused(t *testing.T) {
+	_, err := New(testConfig(nodeName(1), 1), peerPID(1), HardState{Term: math.MaxUint64}, epoch)
+	require.ErrorIs(t, err, gen.ErrIncorrect)
+	h := newAgreed(t, 2, nil)
+	h.requestVote(2, math.MaxUint64, h.stamp())
+	assert.Equal(t, uint64(1), h.c.Term())
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropTermExhausted])
+}
+
+// The operator's way out: re-forming the view from the live members, when a
+// majority is gone for good.
+func TestReformFromTheLiveMembers(t *testing.T) {
+	nw := newNetwork(t, 5, 23, func(c *Config) { c.MinClusterSize = 2 })
+	l := nw.settle(5 * time.Second)
+	var lost []*simNode
+	for _, name := range nw.names {
+		if sn := nw.nodes[name]; sn != l && len(lost) < 3 {
+			lost = append(lost, sn)
+		}
+	}
+	for _, sn := range lost {
+		nw.crash(sn, gen.ErrNoConnection)
+	}
+	nw.run(2 * time.Second)
+	require.Empty(t, nw.leaders(), "a majority is gone: no leader")
+	var survivor *simNode
+	for _, name := range nw.names {
+		if sn := nw.nodes[name]; sn.up && sn != l {
+			survivor = sn
+		}
+	}
+	var got View
+	nw.input(survivor, func(c *Core, now time.Time) {
+		var err error
+		got, err = c.Reform(now)
+		require.NoError(t, err)
+	})
+	assert.ElementsMatch(t, []gen.ProcessID{procID(l.name), procID(survivor.name)}, got.Members)
+	nw.runUntil("the re-formed view leads", 5*time.Second, func() bool { return len(nw.leaders()) == 1 })
+	assert.Equal(t, 2, nw.leaders()[0].core.ViewSize())
+}
+
+// Merge: two agreed clusters that formed apart (possible only with
+// MinClusterSize at or below half the members) become one once they learn
+// of each other: members of the lower-ranked lineage ask the other's leader
+// to admit them.
+func TestTwoAgreedClustersMerge(t *testing.T) {
+	nw := newNetwork(t, 4, 29, func(c *Config) {
+		c.MinClusterSize = 2
+		bootstrapOf([]int{1, 2}, []int{1, 2}, []int{3, 4}, []int{3, 4})(c)
+	})
+	nw.run(3 * time.Second)
+	require.Len(t, nw.leaders(), 2, "two clusters formed apart: %v", nw.roles())
+	nw.heal()
+	nw.input(nw.node(1), func(c *Core, now time.Time) { require.NoError(t, c.Join(now, procID(nodeName(3)))) })
+	nw.input(nw.node(3), func(c *Core, now time.Time) { require.NoError(t, c.Join(now, procID(nodeName(1)))) })
+	nw.runUntil("one cluster of four", 30*time.Second, func() bool {
+		l := nw.leaders()
+		return len(l) == 1 && l[0].core.ViewSize() == 4 && nw.agree(l[0])
+	})
+}
