@@ -22,8 +22,11 @@ func TestDurableState(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, election.HardState{}, hs)
 	})
-	t.Run("a saved term and vote are read back", func(t *testing.T) {
-		want := election.HardState{Term: 42, VotedFor: gen.ProcessID{Name: "election", Node: "n2@host"}}
+	t.Run("a saved term, vote and view are read back", func(t *testing.T) {
+		want := election.HardState{Term: 42, VotedFor: gen.ProcessID{Name: "election", Node: "n2@host"}, View: &election.View{
+			Stamp: election.ViewStamp{Lineage: election.Lineage{Term: 3, Node: "n1@host"}, Key: election.ViewKey{Term: 40, Epoch: 7}, Agreed: true},
+			Members: []gen.ProcessID{{Name: "election", Node: "n1@host"}, {Name: "election", Node: "n2@host"}},
+		}}
 		require.NoError(t, saveHardState(path, "c", want))
 		got, err := loadHardState(path, "c")
 		require.NoError(t, err)
@@ -31,6 +34,12 @@ func TestDurableState(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		assert.Len(t, entries, 1, "no temporary file is left behind")
+	})
+	t.Run("a version 1 file (term and vote, no view) still loads", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(path, []byte(`{"version":1,"cluster":"c","term":5,"voted_for":{"name":"election","node":"n3@host"}}`), 0o600))
+		got, err := loadHardState(path, "c")
+		require.NoError(t, err)
+		assert.Equal(t, election.HardState{Term: 5, VotedFor: gen.ProcessID{Name: "election", Node: "n3@host"}}, got)
 	})
 	t.Run("a state file of another cluster is refused", func(t *testing.T) {
 		_, err := loadHardState(path, "other")

@@ -11,7 +11,10 @@ import (
 // whether its target took leadership, and the targets that failed lately.
 type handoverState struct {
 	target gen.Atom // "" when no handover awaits judgement
-	avoid  map[gen.Atom]avoidance
+	// leadingSince is when the target was first seen leading without a
+	// break; zero while it is not.
+	leadingSince time.Time
+	avoid        map[gen.Atom]avoidance
 }
 
 // avoidance keeps a failed handover target out of the choice until.
@@ -30,26 +33,36 @@ const (
 // handOver steps down and tells the member on node to campaign at once.
 func (c *Core) handOver(now time.Time, node gen.Atom) {
 	p := c.peers.get(node)
-	c.handover.target = node
+	c.handover.target, c.handover.leadingSince = node, time.Time{}
 	c.becomeFollower(now, gen.PID{})
 	c.send(now, p, MessageTimeoutNow{Header: c.hdr(c.term)})
 }
 
-// judgeHandover settles the last handover once a leader is known: the target
-// leading clears its record, anyone else leading marks it failed, so it is
-// not chosen again for a while. A target that cannot win (its own
-// HandleConfirmLeader denies, or its quorum is out of reach) would otherwise
-// be handed leadership over and over.
+// judgeHandover settles the last handover: the target leading for an
+// election timeout clears its record; anyone else leading first marks it
+// failed, so it is not chosen again for a while. A target that cannot win
+// (its own HandleConfirmLeader denies, or its quorum is out of reach) may
+// lead the protocol for a moment, then steps down; without this it would be
+// handed leadership over and over.
 func (c *Core) judgeHandover(now time.Time) {
 	target := c.handover.target
-	if target == "" || c.leader == (gen.PID{}) {
+	switch {
+	case target == "":
+		return
+	case c.leader.Node == target:
+		if c.handover.leadingSince.IsZero() {
+			c.handover.leadingSince = now
+		}
+		if now.Sub(c.handover.leadingSince) >= c.cfg.ElectionTimeoutMax {
+			c.handover.target = ""
+			delete(c.handover.avoid, target)
+		}
+		return
+	case c.leader == (gen.PID{}):
+		c.handover.leadingSince = time.Time{}
 		return
 	}
 	c.handover.target = ""
-	if c.leader.Node == target {
-		delete(c.handover.avoid, target)
-		return
-	}
 	if c.handover.avoid == nil {
 		c.handover.avoid = map[gen.Atom]avoidance{}
 	}

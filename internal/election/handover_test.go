@@ -73,6 +73,10 @@ func TestHandoverToDeadTargetFallsBackToElection(t *testing.T) {
 	nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.TransferLeadership(now, target.name)) })
 	nw.run(10 * time.Millisecond)
 	assert.Empty(t, nw.leaders())
+	next := nw.settle(5 * time.Second) // among the others: the target is still cut off
+	require.NotEqual(t, target, next)
+	assert.Equal(t, uint64(1), l.core.Status(nw.now).FailedHandovers, "someone else led first: the handover failed")
+	assert.True(t, l.core.avoided(target.name, nw.now), "and the target is avoided for a while")
 	nw.heal()
 	nw.settle(5 * time.Second)
 }

@@ -109,7 +109,7 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 			// A second leader in this term: stay with the first and tell the
 			// second, which stands down.
 			c.drop(dropTwoLeaders)
-			ack := c.ackMsg()
+			ack := c.ackMsg(now)
 			ack.Follows = c.leader
 			c.send(now, c.peers.get(from.Node), ack)
 			return
@@ -128,11 +128,22 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 	if c.view != nil && m.Header.View.Lineage == c.view.Stamp.Lineage && m.Committed.Compare(c.committed) > 0 {
 		c.committed = m.Committed
 	}
-	c.send(now, c.peers.get(from.Node), c.ackMsg())
+	c.send(now, c.peers.get(from.Node), c.ackMsg(now))
 }
 
-func (c *Core) ackMsg() MessageHeartbeatAck {
-	return MessageHeartbeatAck{Header: c.hdr(c.term)}
+func (c *Core) ackMsg(now time.Time) MessageHeartbeatAck {
+	return MessageHeartbeatAck{Header: c.hdr(c.term), Declines: c.declines(now)}
+}
+
+// declines reports whether this member would not take leadership now: its
+// HandleConfirmLeader denied within a period that starts at ten election
+// timeouts and doubles with each consecutive denial, as a failed handover
+// target is avoided.
+func (c *Core) declines(now time.Time) bool {
+	if c.denials == 0 {
+		return false
+	}
+	return now.Sub(c.stats.lastDeniedAt) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
 }
 
 // onHeartbeatAck records which view a member acknowledged, and a second
@@ -148,7 +159,7 @@ func (c *Core) onHeartbeatAck(now time.Time, from gen.PID, m MessageHeartbeatAck
 		return
 	}
 	p := c.peers.get(from.Node)
-	p.acked, p.ackedTerm = m.Header.View, m.Term
+	p.acked, p.ackedTerm, p.declines = m.Header.View, m.Term, m.Declines
 	c.checkCommit(now)
 }
 

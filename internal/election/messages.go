@@ -85,6 +85,9 @@ type MessageHeartbeatAck struct {
 	// Follows is set when the follower already recognises another leader at
 	// this term: views that diverged and have just met. The leader stands down.
 	Follows gen.PID
+	// Declines says the follower would not take leadership now: its own
+	// HandleConfirmLeader denied lately. A leader hands nothing over to it.
+	Declines bool
 }
 
 // MessageTimeoutNow tells its receiver to campaign at once, skipping PreVote:

@@ -40,6 +40,8 @@ type peer struct {
 	// end (not a lost connection); a leader removes such a member at once.
 	ended    string
 	endedPID gen.PID
+	// declines: its last acknowledgement said it would not take leadership.
+	declines bool
 	// reported is the PID last reported to HandlePeerJoined, zero when none.
 	reported gen.PID
 }
@@ -71,9 +73,10 @@ func (p *peer) alive(now time.Time, window time.Duration) bool {
 }
 
 // handOverTarget reports whether p can take leadership over: it answered,
-// its PID is known and the last send to it did not fail.
+// its PID is known, the last send to it did not fail and it does not
+// decline leadership.
 func (p *peer) handOverTarget() bool {
-	return p.answered && p.pid != (gen.PID{}) && p.unreachableSince.IsZero() && !p.sendFailing
+	return p.answered && p.pid != (gen.PID{}) && p.unreachableSince.IsZero() && !p.sendFailing && !p.declines
 }
 
 // silentFor is how long p has been silent as a member of this leader's view.

@@ -373,3 +373,35 @@ func typeName(msg any) string {
 	}
 	return "other"
 }
+
+// A preferred member that cannot win — its HandleConfirmLeader denies —
+// must not be handed leadership over and over (issue 11: 37 handovers and
+// 7.7 s leaderless in 30 s): it declines leadership in its acknowledgements
+// for a period that doubles with each denial, and a failed target is avoided
+// by the leader that tried it. Leadership settles on the most preferred
+// member that can lead.
+func TestUnwinnablePreferredMemberIsNotHandedLeadershipOverAndOver(t *testing.T) {
+	nw := newNetwork(t, 3, 31, preferring(preferHighestID, func(c *Config) { c.PreferStableFor = 100 * time.Millisecond }))
+	n3 := nw.node(3)
+	n3.confirm = func(uint64) (bool, error) { return false, nil } // n3 ranks first and always refuses
+	nw.settle(10 * time.Second)
+	leaderless := time.Duration(0)
+	for end := nw.now.Add(30 * time.Second); nw.now.Before(end); {
+		nw.run(10 * time.Millisecond)
+		if len(nw.leaders()) == 0 {
+			leaderless += 10 * time.Millisecond
+		}
+	}
+	attempts := 0
+	for _, name := range nw.names {
+		for _, o := range sentOf[MessageTimeoutNow](nw.nodes[name]) {
+			if o.To.Node == n3.name || o.ToName.Node == n3.name {
+				attempts++
+			}
+		}
+	}
+	assert.LessOrEqual(t, attempts, 5, "handovers to the member that cannot win in 30 s")
+	assert.Less(t, leaderless, 2*time.Second)
+	assert.Equal(t, nodeName(2), nw.leaders()[0].name, "leadership settles on the most preferred member that can lead")
+	t.Logf("30 s with an unwinnable preferred member: %d handovers to it, %s leaderless", attempts, leaderless)
+}

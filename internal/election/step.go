@@ -50,7 +50,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 		case MessageRequestVote:
 			c.sendTo(now, from, h.From, c.voteMsg(from.Node, false, false, c.term, h.View))
 		case MessageHeartbeat:
-			c.sendTo(now, from, h.From, c.ackMsg())
+			c.sendTo(now, from, h.From, c.ackMsg(now))
 		}
 		return
 	}
