@@ -24,7 +24,7 @@ func TestDurableState(t *testing.T) {
 	})
 	t.Run("a saved term, vote and view are read back", func(t *testing.T) {
 		want := election.HardState{Term: 42, VotedFor: gen.ProcessID{Name: "election", Node: "n2@host"}, View: &election.View{
-			Stamp: election.ViewStamp{Lineage: election.Lineage{Term: 3, Node: "n1@host"}, Key: election.ViewKey{Term: 40, Epoch: 7}, Agreed: true},
+			Stamp:   election.ViewStamp{Lineage: election.Lineage{Term: 3, Node: "n1@host"}, Key: election.ViewKey{Term: 40, Epoch: 7}, Agreed: true},
 			Members: []gen.ProcessID{{Name: "election", Node: "n1@host"}, {Name: "election", Node: "n2@host"}},
 		}}
 		require.NoError(t, saveHardState(path, "c", want))
