@@ -2,11 +2,14 @@
 // implement Init (and usually HandleBecomeLeader and HandleBecomeFollower),
 // spawn it with SpawnRegister on every node of a cluster, and exactly one of
 // them leads per cluster. It is a Raft-style election with no log: terms, one
-// vote per term, heartbeats and a majority quorum over a dynamic view, with a
-// MinClusterSize floor, a GhostTTL for unreachable peers, Join and Leave, and
-// HandleConfirmLeader to gate leadership on an external authority. The
-// protocol itself is a pure state machine (internal/election); this package
-// binds it to a process, runs your callbacks and answers inspection.
+// vote per term, heartbeats and a majority quorum over an agreed view — a
+// membership the leader replicates and changes one member at a time — with a
+// MinClusterSize floor, a GhostTTL after which a leader removes a silent
+// member, Join and Leave routed through the leader, and HandleConfirmLeader
+// to gate leadership on an external authority. The protocol itself is a pure
+// state machine (internal/election); this package binds it to a process,
+// runs your callbacks and answers inspection. docs/membership.md says why
+// this keeps one leader per cluster.
 //
 // The caller's duties:
 //  1. Register NetworkTypes (and ErrorTypes) on every node before spawning the
@@ -14,12 +17,16 @@
 //     to start otherwise.
 //  2. Spawn the actor with SpawnRegister under the same name on every node;
 //     peers reach each other by that name.
-//  3. Return Options from Init with ClusterID set and MinClusterSize decided
-//     (the default 3 suits three or more nodes; set it above half the
-//     expected node count to rule out two leaders from disjoint groups).
+//  3. Return Options from Init with ClusterID set and MinClusterSize decided:
+//     above half the members that will ever take part, two groups can never
+//     both form a cluster; a view below it has no visible leader, so a
+//     three-member cluster with the default 3 has none once a member is gone
+//     for longer than GhostTTL (use 2 for three members).
 //  4. Feed membership: Bootstrap for peers known at deploy time, Join from a
 //     handler (not from Init) for peers your discovery finds, re-run on a
-//     timer, and Leave for peers your discovery stops listing.
+//     timer, and Leave for peers your discovery stops listing. Do not
+//     replace a majority of the members faster than GhostTTL without Leave:
+//     removals need a majority of the current view.
 //  5. Start leader-only work in HandleBecomeLeader and stop it in
 //     HandleBecomeFollower, which runs on every transition into follower
 //     (with a zero PID when no leader is known); make it idempotent. An actor
@@ -32,11 +39,11 @@
 //     refuse an older one: an election alone cannot stop a superseded leader
 //     that learns late.
 //
-// What is not guaranteed: one leader per deployment (views that diverged at
-// a cold start elect separately until they learn of each other, and members
-// that really leave lower the quorum with them); that a superseded leader
-// knows it at once; any replicated state; persistence of the term and vote
-// unless Options.StateFile is set; anything about external resources.
+// What is not guaranteed: one cluster per deployment when MinClusterSize is
+// at or below half the members (groups that never heard of each other form
+// one each until they meet); that a superseded leader knows it at once; any
+// replicated state but the view; persistence of term, vote and view unless
+// Options.StateFile is set; anything about external resources.
 //
 // Beyond the leader document, each with a safe default: PreVote and leader
 // stickiness, quorum evidence from replies, fast failover when a leader is
