@@ -470,7 +470,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	c.leaderHeardAt = time.Time{}
 	if c.cfg.fastFailover() && c.mayCampaign() {
 		c.next.skipPreVote = !noConnection
-		c.armElectionAfter(now, c.failoverDelay())
+		c.armElectionAfter(now, c.rankedFailoverDelay(p.id.Node))
 	}
 }
 

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -156,4 +157,39 @@ func TestFastFailover(t *testing.T) {
 		assert.Equal(t, term, l.core.Term())
 		assert.Equal(t, l.pid, f.core.Leader(), "the follower follows again")
 	})
+}
+
+// Fast failover without a race (issue 14): followers told of the leader's
+// death at the same instant compute the same campaign order from the agreed
+// view, and each waits its rank in steps of a fifth of HeartbeatInterval, so
+// the first campaigns alone and its request arrives before the others' turn.
+func TestFailoverCampaignsInRankOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		nw := newNetwork(t, 5, seed, nil)
+		l := nw.settle(5 * time.Second)
+		nw.run(time.Second)
+		nw.crash(l, errCrashed)
+		var waits []time.Duration
+		var orders [][]gen.Atom
+		for _, name := range nw.names {
+			sn := nw.nodes[name]
+			if !sn.up {
+				continue
+			}
+			waits = append(waits, sn.timers[TimerElection].at.Sub(nw.now))
+			orders = append(orders, sn.core.failoverOrder(l.name))
+		}
+		for _, o := range orders[1:] {
+			require.Equal(t, orders[0], o, "seed %d: every follower computes the same order", seed)
+		}
+		slices.Sort(waits)
+		step := l.core.cfg.HeartbeatInterval / 5
+		for i := 1; i < len(waits); i++ {
+			require.GreaterOrEqual(t, waits[i]-waits[i-1], step-step/4, "seed %d: turns are a step apart: %v", seed, waits)
+		}
+		term := l.core.Term()
+		next := nw.settle(time.Second)
+		assert.Equal(t, orders[0][0], next.name, "seed %d: the first in the order leads", seed)
+		assert.Equal(t, term+1, next.core.Term(), "seed %d: one round", seed)
+	}
 }

@@ -1,6 +1,11 @@
 package election
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
 
 // timerState is the current arming of one TimerKind.
 type timerState struct {
@@ -108,13 +113,67 @@ func (c *Core) armProbe() {
 // the runtime fails sends fast while it backs off redialling.
 func (c *Core) probeInterval() time.Duration { return c.cfg.ElectionTimeoutMax }
 
-// failoverDelay is the random wait before campaigning after the leader is
-// reported down: below HeartbeatInterval, so that members told at once do not
-// all campaign at once. With the same-host shortcut only one member per host
-// campaigns, so a fifth of it separates hosts well enough.
+// failoverDelay is the random wait before campaigning when a member that
+// knows no live leader is allowed to campaign again (the same-host cell
+// passed to it): below a fifth of HeartbeatInterval.
 func (c *Core) failoverDelay() time.Duration {
-	if c.hostShortcut {
-		return c.jitter(c.cfg.HeartbeatInterval / 5)
+	return c.jitter(c.cfg.HeartbeatInterval / 5)
+}
+
+// rankedFailoverDelay is the wait before campaigning after the leader on
+// node is reported down. Every follower that holds the same view computes the
+// same order of the surviving members (failoverOrder), and the member ranked
+// r waits r steps of a fifth of HeartbeatInterval, plus a little jitter: the
+// first campaigns at once and its vote request reaches the others before
+// their turn, so members told of the death at the same instant do not split
+// the vote. A member outside the order (a lagging view) waits a full
+// heartbeat interval, as before ranking. With the same-host shortcut only the
+// host's cell holder campaigns, and the order is kept among hosts.
+func (c *Core) rankedFailoverDelay(dead gen.Atom) time.Duration {
+	step := max(c.cfg.HeartbeatInterval/5, time.Millisecond)
+	order := c.failoverOrder(dead)
+	rank := slices.Index(order, c.cfg.Self.Node)
+	if rank < 0 {
+		return c.cfg.HeartbeatInterval + c.jitter(step)
 	}
-	return c.jitter(c.cfg.HeartbeatInterval)
+	return time.Duration(rank)*step + c.jitter(step/4)
+}
+
+// failoverOrder lists the members of the view other than dead in the order
+// they should campaign in: the most preferred first when a preference is
+// set, otherwise by node name rotated by the term, so that successive
+// failovers do not always crown the same member.
+func (c *Core) failoverOrder(dead gen.Atom) []gen.Atom {
+	var order []gen.Atom
+	for _, m := range c.view.Members {
+		if m.Node != dead {
+			order = append(order, m.Node)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	if c.cfg.Prefer.Kind != PreferNone {
+		cand := func(n gen.Atom) Candidate {
+			if n == c.cfg.Self.Node {
+				return c.selfCandidate()
+			}
+			if p := c.peers.get(n); p != nil {
+				return p.candidate()
+			}
+			return Candidate{Node: n}
+		}
+		slices.SortStableFunc(order, func(a, b gen.Atom) int {
+			switch {
+			case c.cfg.Prefer.Prefers(cand(a), cand(b)):
+				return -1
+			case c.cfg.Prefer.Prefers(cand(b), cand(a)):
+				return 1
+			}
+			return 0
+		})
+		return order
+	}
+	shift := int(c.term % uint64(len(order)))
+	return append(order[shift:], order[:shift]...)
 }
