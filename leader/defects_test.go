@@ -21,9 +21,9 @@ import (
 // names it.
 
 // A StateFile that becomes unwritable mid-run used to kill the election actor
-// for good. Now the member steps down to a state that votes for nobody,
-// reports it in ergo:storage_error, and takes part again once the file can
-// be written.
+// for good. Now the member, at its next write, steps down to a state that
+// votes for nobody, reports it in ergo:storage_error, and takes part again
+// once the file can be written.
 func TestUnwritableStateFileStopsVotingUntilItRecovers(t *testing.T) {
 	dirs := make([]string, 3)
 	for i := range dirs {
@@ -33,22 +33,26 @@ func TestUnwritableStateFileStopsVotingUntilItRecovers(t *testing.T) {
 		return leader.Options{ClusterID: "test", StateFile: filepath.Join(dirs[i], "state", "election.json")}
 	}, func(i int, m *member) { require.NoError(t, os.MkdirAll(filepath.Join(dirs[i], "state"), 0o700)) })
 	leaderIdx, _ := c.waitOneLeader(all(3))
+	victim := without(all(3), leaderIdx)[0]
 	start := time.Now()
-	// Removing its directory makes every write fail, even for root.
-	require.NoError(t, os.RemoveAll(filepath.Join(dirs[leaderIdx], "state")))
+	// Removing its directory makes every write fail, even for root. A state
+	// file is written when the term, vote or view changes: a new election
+	// makes the victim write, and fail.
+	require.NoError(t, os.RemoveAll(filepath.Join(dirs[victim], "state")))
+	require.NoError(t, leader.StepDownLeader(c.nodes[leaderIdx], c.pids[leaderIdx]))
 	require.Eventually(t, func() bool {
-		v := c.inspect(leaderIdx, "ergo:storage_error", "ergo:state")
+		v := c.inspect(victim, "ergo:storage_error", "ergo:state")
 		return v["ergo:storage_error"] != "" && v["ergo:state"] == "unclustered"
 	}, settle, poll, "the member reports it cannot write and stops taking part")
-	assert.True(t, c.nodes[leaderIdx].IsAlive())
-	assert.Contains(t, c.inspect(leaderIdx, "ergo:unclustered_because")["ergo:unclustered_because"], "cannot be written")
-	survivors := without(all(3), leaderIdx)
+	assert.True(t, c.nodes[victim].IsAlive())
+	assert.Contains(t, c.inspect(victim, "ergo:unclustered_because")["ergo:unclustered_because"], "cannot be written")
+	survivors := without(all(3), victim)
 	require.Eventually(t, func() bool { return len(c.leaders(survivors)) == 1 }, settle, poll, "the others elect a leader meanwhile")
 	t.Logf("failed and replaced after %s", time.Since(start))
 
-	require.NoError(t, os.MkdirAll(filepath.Join(dirs[leaderIdx], "state"), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Join(dirs[victim], "state"), 0o700))
 	require.Eventually(t, func() bool {
-		v := c.inspect(leaderIdx, "ergo:storage_error", "ergo:view_size")
+		v := c.inspect(victim, "ergo:storage_error", "ergo:view_size")
 		return v["ergo:storage_error"] == "" && v["ergo:view_size"] == "3"
 	}, settle, poll, "it recovers and is a member again")
 	t.Logf("recovered after %s", time.Since(start))
