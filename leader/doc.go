@@ -14,9 +14,11 @@
 //     to start otherwise.
 //  2. Spawn the actor with SpawnRegister under the same name on every node;
 //     peers reach each other by that name.
-//  3. Return Options from Init with ClusterID set and MinClusterSize decided
-//     (the default 3 suits three or more nodes; set it above half the
-//     expected node count to rule out two leaders from disjoint groups).
+//  3. Return Options from Init with ClusterID set and MinClusterSize decided:
+//     a cluster has a leader only while at least that many members are in
+//     its view, so the default 3 keeps five nodes led through two losses but
+//     three nodes through none that outlasts GhostTTL. Set it above half the
+//     expected node count to rule out two leaders from disjoint groups.
 //  4. Feed membership: Bootstrap for peers known at deploy time, Join from a
 //     handler (not from Init) for peers your discovery finds, re-run on a
 //     timer, and Leave for peers your discovery stops listing.
@@ -26,8 +28,9 @@
 //     that dies (an error, Kill, its node stopping) gets Terminate instead,
 //     so stop the work there too.
 //  6. Call the Actor's methods only from the actor's own callbacks; from
-//     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo,
-//     Members, InspectCluster and MessageSubscribe.
+//     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo
+//     (local), and ReadMember, Members, InspectCluster and MessageSubscribe
+//     (from any node).
 //  7. Carry FencingToken with every irreversible action and let the resource
 //     refuse an older one: an election alone cannot stop a superseded leader
 //     that learns late.
@@ -46,4 +49,10 @@
 // notifications for code that does not embed the actor, and a same-host
 // shortcut through an mmfcell file. docs/guarantees.md says what each one
 // guarantees.
+//
+// Reading a member from outside: ParseInspection turns the ergo:* keys into
+// an Inspection (Role, terms, views, times), ReadMember fetches a member's
+// view and inspection in one round trip from any node, and Agree is the one
+// rule for which leader enough members recognise, over the Beliefs that
+// inspections, transitions and notifications give.
 package leader
