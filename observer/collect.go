@@ -77,7 +77,7 @@ func Collect(node gen.Node) (Report, error) {
 // readCluster reads the cluster of the local leader actor pid. Its ID is empty
 // when the actor no longer answers.
 func readCluster(node gen.Node, pid gen.PID) ClusterReport {
-	c := ClusterReport{Via: pid.String(), Members: []MemberReport{}}
+	c := ClusterReport{Via: pid.String(), ViaNode: string(pid.Node), Members: []MemberReport{}}
 	self, err := node.Inspect(pid, "ergo:cluster")
 	if err != nil {
 		return c

@@ -61,7 +61,10 @@ func TestParseMember(t *testing.T) {
 		assert.Equal(t, uint64(1), m.LeadershipChanges)
 		assert.True(t, m.Timers.ElectionArmed)
 		assert.False(t, m.Timers.HeartbeatArmed)
-		assert.Equal(t, "never", m.Timers.HeartbeatOutLast)
+		assert.Equal(t, "12ms", m.Timers.HeartbeatInAgo)
+		assert.True(t, m.Timers.HeartbeatOutLast.IsZero(), "never is no time")
+		assert.Empty(t, m.Timers.HeartbeatOutAgo)
+		assert.Equal(t, 150*time.Millisecond, m.Timers.ElectionTimeoutMin)
 		assert.Empty(t, m.ParseErrors)
 	})
 
@@ -71,8 +74,8 @@ func TestParseMember(t *testing.T) {
 		assert.Zero(t, m.Term)
 		assert.Equal(t, 3, m.ViewSize, "other keys still parse")
 		require.Len(t, m.ParseErrors, 2)
-		assert.Contains(t, m.ParseErrors[0], "ergo:term")
-		assert.Contains(t, m.ParseErrors[1], "garbled")
+		assert.Contains(t, m.ParseErrors[0], "garbled", "errors come in key order")
+		assert.Contains(t, m.ParseErrors[1], "ergo:term")
 	})
 }
 
