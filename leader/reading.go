@@ -221,7 +221,9 @@ func uintField(dst func(*Inspection) *uint64) inspectionField {
 
 func intField(dst func(*Inspection) *int) inspectionField { return typedField(strconv.Atoi, dst) }
 
-func boolField(dst func(*Inspection) *bool) inspectionField { return typedField(strconv.ParseBool, dst) }
+func boolField(dst func(*Inspection) *bool) inspectionField {
+	return typedField(strconv.ParseBool, dst)
+}
 
 func durationField(dst func(*Inspection) *time.Duration) inspectionField {
 	return typedField(time.ParseDuration, dst)

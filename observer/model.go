@@ -100,6 +100,8 @@ type MemberReport struct {
 	// fields are then zero.
 	Error string `json:"error,omitempty"`
 
+	// Cluster is the member's cluster ID, as it reports it.
+	Cluster           string            `json:"cluster"`
 	State             string            `json:"state"`
 	Term              uint64            `json:"term"`
 	LeaderNode        string            `json:"leader_node"`
@@ -158,6 +160,7 @@ func parseMember(m *MemberReport, raw map[string]string) {
 			m.ParseErrors = append(m.ParseErrors, e.Error())
 		}
 	}
+	m.Cluster = in.Cluster
 	m.State = string(in.Role)
 	m.Term = in.Term
 	m.LeaderNode = string(in.LeaderNode)

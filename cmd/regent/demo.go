@@ -127,7 +127,7 @@ func (d *demo) transition(t leader.Transition, prev view) {
 		}
 		d.p.event(t.At, "LEADER", attrs...)
 	case prev.role == leader.RoleLeader:
-		d.p.event(t.At, "STEPDOWN", who, slog.String("role", "stepdown"), term, slog.String("now", string(t.Role)))
+		d.p.event(t.At, "STEPDOWN", who, role, term)
 	case t.Role == leader.RoleCandidate:
 		d.p.event(t.At, "CANDIDATE", who, role, term)
 	case t.Role == leader.RoleFollower && d.cfg.verbose:

@@ -95,7 +95,10 @@ func (w *joinWatch) probe(ctx context.Context, jp *joinPeer, now time.Time) bool
 	}
 	r, err := leader.ReadMember(w.n, jp.id, "ergo:cluster")
 	if err == nil {
-		if got := r.Inspection["ergo:cluster"]; got != w.cluster {
+		in, perr := leader.ParseInspection(r.Inspection)
+		if perr != nil {
+			w.p.warn("--join peer %s answered an unreadable inspection: %v", jp.id.Node, perr)
+		} else if got := in.Cluster; got != w.cluster {
 			w.p.warn("--join peer %s runs cluster %q, not %q: it will not take part in this election (--cluster)", jp.id.Node, got, w.cluster)
 		} else if !jp.warnedAt.IsZero() {
 			w.p.say("--join peer %s answers now, after %d failed attempts", jp.id.Node, jp.failures)

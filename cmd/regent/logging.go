@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,7 +116,10 @@ func (h *textHandler) Handle(_ context.Context, r slog.Record) error {
 	if h.color {
 		stamp = styleDim + stamp + styleReset
 		level = levelStyle(r.Level) + level + styleReset
-		if role != "" {
+		switch {
+		case r.Message == "STEPDOWN":
+			msg = styleRed + msg + styleReset
+		case role != "":
 			msg = roleStyle(leader.Role(role)) + msg + styleReset
 		}
 	}
@@ -271,10 +273,4 @@ func transitionAttrs(t leader.Transition) []slog.Attr {
 // millis formats a duration as milliseconds with one decimal.
 func millis(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-// jsonString is s as a JSON string, for error messages that quote user input.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s) // a string always encodes
-	return string(b)
 }
