@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, env *environment) int {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(env.stderr, "regent %s: %v\n", c.name, err)
+			fmt.Fprintf(env.stderr, "regent %s: %v\nRun 'regent %s --help' for its flags.\n", c.name, err, c.name)
 			return 2
 		default:
 			fmt.Fprintf(env.stderr, "regent %s: %v\n", c.name, err)

@@ -77,10 +77,15 @@ func (n *netFlags) warnings() []string {
 	if n.cookieFileWorldReadable {
 		out = append(out, fmt.Sprintf("--cookie-file %s can be read by other users; chmod 600 it", n.cookieFile))
 	}
-	if n.resolvedTLS == nil {
-		out = append(out, "no TLS: traffic between nodes is authenticated by the cookie but not encrypted (--tls-cert, --tls-key, --tls-ca)")
-	}
 	return out
+}
+
+// notice says what protects the traffic, for the start-up lines.
+func (n *netFlags) notice() string {
+	if n.resolvedTLS == nil {
+		return "connections are authenticated by the cookie, not encrypted (--tls-cert, --tls-key, --tls-ca add TLS)"
+	}
+	return "connections use TLS 1.3 with client certificates, and the cookie"
 }
 
 // tlsConfig builds mutually authenticated TLS from the three files: this

@@ -170,6 +170,7 @@ func runNode(ctx context.Context, args []string, env *environment) error {
 	for _, w := range c.net.warnings() {
 		p.warn("%s", w)
 	}
+	p.say("%s", c.net.notice())
 
 	n, err := loopback.StartNode(gen.Atom(c.name), loopback.Options{
 		Cookie:  c.net.resolvedCookie,
