@@ -30,6 +30,7 @@ const DefaultMaxConnections = 64
 type config struct {
 	sampleInterval time.Duration
 	maxConnections int
+	hosts          map[string]bool // extra Host names accepted on a loopback connection
 }
 
 // resolve applies opts over the defaults.
@@ -66,6 +67,20 @@ func WithMaxConnections(n int) Option {
 	}
 }
 
+// WithHosts accepts requests whose Host header names one of hosts (without
+// a port) on a loopback connection, for a reverse proxy on the same machine
+// that forwards a public name; other foreign names are still refused.
+func WithHosts(hosts ...string) Option {
+	return func(c *config) {
+		if c.hosts == nil {
+			c.hosts = map[string]bool{}
+		}
+		for _, h := range hosts {
+			c.hosts[strings.ToLower(h)] = true
+		}
+	}
+}
+
 // Handler serves the observer over HTTP. Mount it at the root of a server, or
 // under a prefix ending in a slash with http.StripPrefix (the page uses
 // relative URLs):
@@ -83,9 +98,10 @@ func WithMaxConnections(n int) Option {
 // It has no authentication. A request that reached a loopback address with
 // a Host header naming another host is refused (403), on every route, so a
 // web page a browser loads from elsewhere cannot read the observer through
-// DNS rebinding. Close it when done: it runs a sampling goroutine.
+// DNS rebinding; WithHosts names the hosts a local reverse proxy forwards. Close it when done: it runs a sampling goroutine.
 type Handler struct {
 	node    gen.Node
+	hosts   map[string]bool
 	mux     *http.ServeMux
 	metrics *metrics
 	sampler *sampler
@@ -95,7 +111,7 @@ type Handler struct {
 // Close to stop the sampler and every open event stream.
 func NewHandler(node gen.Node, opts ...Option) *Handler {
 	cfg := resolve(opts)
-	h := &Handler{node: node, mux: http.NewServeMux(), metrics: newMetrics(node)}
+	h := &Handler{node: node, hosts: cfg.hosts, mux: http.NewServeMux(), metrics: newMetrics(node)}
 	h.sampler = newSampler(node, cfg.sampleInterval, h.metrics)
 
 	registry := prometheus.NewPedanticRegistry()
@@ -117,18 +133,26 @@ func NewHandler(node gen.Node, opts ...Option) *Handler {
 		ErrorLog:      promLogger{node.Log()},
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	h.mux.Handle("/mcp", streaming(NewMCPHandler(node)))
+	h.mux.Handle("/mcp", streaming(newMCPHandler(node, true)))
 	return h
 }
 
 // ServeHTTP routes a request to the page, the JSON API, the metrics or MCP,
 // after refusing a foreign Host header on a loopback connection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) && !h.hosts[hostOf(r.Host)] {
 		h.writeError(w, http.StatusForbidden, fmt.Errorf("observer: Host %q is not this loopback server's: %w", r.Host, gen.ErrNotAllowed))
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// hostOf is the host of a Host header, lower case, without its port.
+func hostOf(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		hostport = h
+	}
+	return strings.ToLower(hostport)
 }
 
 // isLoopback reports whether hostport (a host, or host:port) names this

@@ -94,4 +94,18 @@ func TestForeignHostHeadersAreRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a host named for a local reverse proxy is served, and only that one", func(t *testing.T) {
+		proxied := serve(t, c.nodes[0], observer.WithHosts("regent.example.com"))
+		get := func(host string) int {
+			req, err := http.NewRequest(http.MethodGet, proxied.URL()+"api/clusters", nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := (&http.Client{Timeout: settle}).Do(req)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			return resp.StatusCode
+		}
+		assert.Equal(t, http.StatusOK, get("Regent.Example.com:443"))
+		assert.Equal(t, http.StatusForbidden, get("attacker.example"))
+	})
 }
