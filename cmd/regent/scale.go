@@ -155,6 +155,9 @@ func measureScale(ctx context.Context, clusters, nodeCount int, window time.Dura
 	recs := make([]*recorder, clusters)
 	t0 := time.Now()
 	for k := 0; k < clusters; k++ {
+		if err := ctx.Err(); err != nil {
+			return row, err // stopped while spawning: thousands of actors take a while
+		}
 		recs[k] = newRecorder(counters.observe)
 		name := gen.Atom(fmt.Sprintf("c%d", k))
 		for i, n := range ns {
