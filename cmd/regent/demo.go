@@ -55,7 +55,7 @@ func runDemo(ctx context.Context, args []string, env *environment) error {
 	fs.BoolVar(&cfg.once, "once", false, "exit after the schedule instead of running until Ctrl-C")
 	fs.DurationVar(&cfg.duration, "duration", 0, "exit after this long even if the schedule is not finished (0: no limit)")
 	fs.StringVar(&cfg.observer, "observer", defaultObserver, "address of the observer page (empty: none; port 0: any free port)")
-	fs.StringVar(&cfg.logFormat, "log-format", logText, "log format: text (for a terminal) or json (one object a line)")
+	fs.StringVar(&cfg.logFormat, "log-format", logText, "log format: `text|json` (readable lines for a terminal, or one JSON object a line)")
 	fs.BoolVar(&cfg.noColor, "no-color", false, "never color the log")
 	fs.BoolVar(&cfg.verbose, "v", false, "also print every follower's change of leader")
 	if err := parseNoArgs(fs, args); err != nil {

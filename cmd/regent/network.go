@@ -28,11 +28,11 @@ type netFlags struct {
 
 // register adds the flags to fs.
 func (n *netFlags) register(fs *flagSet) {
-	fs.StringVar(&n.cookieFile, "cookie-file", "", "read the cluster's shared secret from this file (one line; keep it mode 0600)")
-	fs.StringVar(&n.cookie, "cookie", "", "the cluster's shared secret; prefer $REGENT_COOKIE or --cookie-file, since every user of the machine sees a flag in ps")
-	fs.StringVar(&n.tlsCert, "tls-cert", "", "PEM certificate this node presents, as server and as client (with --tls-key and --tls-ca: TLS with client certificates)")
-	fs.StringVar(&n.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&n.tlsCA, "tls-ca", "", "PEM certificate authority that peers' certificates must chain to")
+	fs.StringVar(&n.cookieFile, "cookie-file", "", "read the cluster's shared secret from this `FILE` (one line; keep it mode 0600)")
+	fs.StringVar(&n.cookie, "cookie", "", "the cluster's shared `SECRET`; prefer $REGENT_COOKIE or --cookie-file, since every user of the machine sees a flag in ps")
+	fs.StringVar(&n.tlsCert, "tls-cert", "", "`PEM` certificate this node presents, as server and as client (with --tls-key and --tls-ca: TLS with client certificates)")
+	fs.StringVar(&n.tlsKey, "tls-key", "", "`PEM` private key of --tls-cert")
+	fs.StringVar(&n.tlsCA, "tls-ca", "", "`PEM` certificate authority that peers' certificates must chain to")
 }
 
 // resolve settles the cookie and the TLS configuration once the flags and
