@@ -53,6 +53,9 @@ type Actor struct {
 	reconfirmCancel gen.CancelFunc
 	// registered: this actor holds its node's place in the cluster registry.
 	registered bool
+	// unclusteredWarned is when the member last said at Warning that it is
+	// unclustered, zero while it is not: a reminder follows once a minute.
+	unclusteredWarned time.Time
 	// sameHost is the host's cell when Options.SameHost is set.
 	sameHost *sameHost
 	// reported is the role, term and leader last reported to OnTransition
@@ -130,6 +133,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 			return err
 		}
 		a.onSameHostTick(time.Now())
+	}
+	if st := core.Status(time.Now()); st.Role == election.RoleUnclustered {
+		a.Log().Info("leader: cluster %q: starting unclustered: %s", options.ClusterID, st.Below)
 	}
 	a.flush()
 	if err := a.takeFatal(); err != nil {

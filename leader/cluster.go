@@ -28,22 +28,60 @@ type MemberInspection struct {
 	Err        error
 }
 
-// Members asks the local leader actor pid for its view, itself included,
-// ordered by node name.
+// MessageMembersRequest asks a leader actor, from any node, for its view and
+// its own inspection in one round trip; it answers a MemberReading. It reads
+// only: it changes nothing in the actor. Send it with Call (Members and
+// ReadMember do); both nodes must register NetworkTypes.
+type MessageMembersRequest struct {
+	// Items selects the inspection keys the answer carries; none means every
+	// key, the user's included.
+	Items []string
+}
+
+// MemberReading is a leader actor's answer to MessageMembersRequest.
+type MemberReading struct {
+	// PID is the answering actor's, so a reader that asked by name learns it.
+	PID gen.PID
+	// Members is the actor's view, itself included (Self), ordered by node name.
+	Members []Member
+	// Inspection is the actor's inspection for the requested items.
+	Inspection map[string]string
+}
+
+func (r MessageMembersRequest) answer(a *Actor) (any, error) {
+	// The sender is not known here, so the user's HandleInspect sees a zero PID.
+	return MemberReading{PID: a.PID(), Members: a.members(), Inspection: a.inspect(gen.PID{}, r.Items)}, nil
+}
+
+// ReadMember asks the leader actor at target (a gen.PID, or a gen.ProcessID
+// naming it on any node) for its view and its inspection of items (none:
+// every key), in one round trip. Errors carry the runtime's cause: a refused
+// connection, a wrong cookie (gen.ErrUnauthorized), a name that does not
+// resolve, gen.ErrProcessUnknown when nothing is registered there.
+func ReadMember(node gen.Node, target any, items ...string) (MemberReading, error) {
+	answer, err := node.Call(target, MessageMembersRequest{Items: items})
+	if err != nil {
+		return MemberReading{}, fmt.Errorf("leader: reading %v: %w", target, err)
+	}
+	r, ok := answer.(MemberReading)
+	if !ok {
+		return MemberReading{}, fmt.Errorf("leader: reading %v: it is not a leader actor (answered %T): %w", target, answer, gen.ErrIncorrect)
+	}
+	return r, nil
+}
+
+// Members asks the leader actor pid, local or remote, for its view, itself
+// included, ordered by node name.
 func Members(node gen.Node, pid gen.PID) ([]Member, error) {
-	answer, err := callControl(node, pid, controlRequest{op: opMembers})
+	r, err := ReadMember(node, pid, "ergo:cluster")
 	if err != nil {
 		return nil, fmt.Errorf("leader: members of %s: %w", pid, err)
 	}
-	members, ok := answer.([]Member)
-	if !ok {
-		return nil, fmt.Errorf("leader: members of %s: %s is not a leader actor (answered %T): %w", pid, pid, answer, gen.ErrIncorrect)
-	}
-	return members, nil
+	return r.Members, nil
 }
 
-// InspectCluster reads the election inspection of every member of the local
-// leader actor pid's view, through remote Inspect where needed. A member that
+// InspectCluster reads the election inspection of every member of the leader
+// actor pid's view (pid local or remote), through remote Inspect where needed. A member that
 // cannot be read carries the error (gen.ErrNoConnection when its PID is not known).
 func InspectCluster(node gen.Node, pid gen.PID, items ...string) ([]MemberInspection, error) {
 	members, err := Members(node, pid)

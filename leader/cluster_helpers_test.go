@@ -12,6 +12,7 @@ import (
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // settle bounds every wait for an election outcome: generous for a loaded
@@ -138,14 +139,11 @@ type testCluster struct {
 const memberName gen.Atom = "election"
 
 // startNode starts a node listening on a free loopback port with the
-// election's types registered, and routes to every node of the cluster.
+// election's types registered (loopback.StartNode), and routes it to and
+// from every node of the cluster.
 func (c *testCluster) startNode(name gen.Atom) gen.Node {
-	n, err := node.Start(name, gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: "regent-test", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: gen.LogLevelError},
-	})
+	n, err := loopback.StartNode(name, loopback.Options{Cookie: "regent-test", Network: gen.NetworkOptions{Acceptor: gen.AcceptorOptions{Host: loopback.Host}}})
 	require.NoError(c.t, err)
-	require.NoError(c.t, n.Network().RegisterTypes(leader.NetworkTypes()))
 	for _, other := range c.nodes {
 		if other == nil || !other.IsAlive() {
 			continue

@@ -21,7 +21,8 @@
 //     above half the members that will ever take part, two groups can never
 //     both form a cluster; a view below it has no visible leader, so a
 //     three-member cluster with the default 3 has none once a member is gone
-//     for longer than GhostTTL (use 2 for three members).
+//     for longer than GhostTTL, while five members stay led through two such
+//     losses (use 2 for three members).
 //  4. Feed membership: Bootstrap for peers known at deploy time, Join from a
 //     handler (not from Init) for peers your discovery finds, re-run on a
 //     timer, and Leave for peers your discovery stops listing. Do not
@@ -33,8 +34,9 @@
 //     that dies (an error, Kill, its node stopping) gets Terminate instead,
 //     so stop the work there too.
 //  6. Call the Actor's methods only from the actor's own callbacks; from
-//     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo,
-//     Members, InspectCluster and MessageSubscribe.
+//     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo
+//     (local), and ReadMember, Members, InspectCluster and MessageSubscribe
+//     (from any node).
 //  7. Carry FencingToken with every irreversible action and let the resource
 //     refuse an older one: an election alone cannot stop a superseded leader
 //     that learns late.
@@ -53,4 +55,10 @@
 // notifications for code that does not embed the actor, and a same-host
 // shortcut through an mmfcell file. docs/guarantees.md says what each one
 // guarantees.
+//
+// Reading a member from outside: ParseInspection turns the ergo:* keys into
+// an Inspection (Role, terms, views, times), ReadMember fetches a member's
+// view and inspection in one round trip from any node, and Agree is the one
+// rule for which leader enough members recognise, over the Beliefs that
+// inspections, transitions and notifications give.
 package leader

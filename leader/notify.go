@@ -15,7 +15,7 @@ type Transition struct {
 	At             time.Time
 	ClusterID      string
 	Member         gen.PID
-	Role           string
+	Role           Role
 	Term           uint64
 	Leader         gen.PID
 	ViewSize       int
@@ -44,7 +44,7 @@ type MessageUnsubscribe struct {
 type MessageLeaderChanged struct {
 	ClusterID  string
 	Member     gen.PID
-	Role       string
+	Role       Role
 	Term       uint64
 	Leader     gen.PID
 	LeaderNode gen.Atom
@@ -68,7 +68,7 @@ func (a *Actor) reportTransition() {
 	a.reported = &cur
 	if a.options.OnTransition != nil {
 		a.options.OnTransition(Transition{
-			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: cur.role.String(), Term: cur.term,
+			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,
 			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.minClusterSize,
 			VotesGranted: a.core.VotesGranted(),
 		})
@@ -82,7 +82,7 @@ func (a *Actor) reportTransition() {
 
 func (a *Actor) notify(sub gen.PID) {
 	msg := MessageLeaderChanged{
-		ClusterID: a.options.ClusterID, Member: a.PID(), Role: a.core.Role().String(),
+		ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(a.core.Role().String()),
 		Term: a.core.Term(), Leader: a.core.Leader(), LeaderNode: a.core.Leader().Node,
 	}
 	if err := a.Send(sub, msg); err != nil {
@@ -116,9 +116,17 @@ func (a *Actor) unsubscribe(sub gen.PID) {
 	}
 }
 
-// controlRequest is a local Call that drives a leader actor from outside it
-// (tests, the CLI, the harness). The shell answers it before HandleCall.
-type controlRequest struct {
+// controlRequest is a Call the shell answers itself, before HandleCall: the
+// local control operations (localControl, which cannot cross the network:
+// the codec refuses a struct with unexported fields) and the read-only
+// MessageMembersRequest, which may come from any node.
+type controlRequest interface {
+	answer(a *Actor) (any, error)
+}
+
+// localControl drives a leader actor from outside it, on its own node
+// (tests, the CLI, the harness).
+type localControl struct {
 	op   controlOp
 	peer gen.ProcessID
 	node gen.Atom
@@ -127,18 +135,17 @@ type controlRequest struct {
 type controlOp int
 
 const (
-	opMembers controlOp = iota
-	opJoin
+	opJoin controlOp = iota
 	opLeave
 	opStepDown
 	opTransfer
 )
 
 // control runs a controlRequest on the actor's goroutine.
-func (a *Actor) control(r controlRequest) (any, error) {
+func (a *Actor) control(r controlRequest) (any, error) { return r.answer(a) }
+
+func (r localControl) answer(a *Actor) (any, error) {
 	switch r.op {
-	case opMembers:
-		return a.members(), nil
 	case opJoin:
 		return true, a.Join(r.peer)
 	case opLeave:
@@ -151,8 +158,8 @@ func (a *Actor) control(r controlRequest) (any, error) {
 	return nil, fmt.Errorf("leader: unknown control operation %d: %w", r.op, gen.ErrIncorrect)
 }
 
-// callControl sends a controlRequest to a leader actor on node.
-func callControl(node gen.Node, pid gen.PID, r controlRequest) (any, error) {
+// callControl sends a localControl to a leader actor on node.
+func callControl(node gen.Node, pid gen.PID, r localControl) (any, error) {
 	if pid.Node != node.Name() {
 		return nil, fmt.Errorf("leader: %s is not on this node (%s); control requests are local: %w", pid, node.Name(), gen.ErrNotAllowed)
 	}
@@ -161,26 +168,26 @@ func callControl(node gen.Node, pid gen.PID, r controlRequest) (any, error) {
 
 // JoinPeer makes the local leader actor pid Join peer, from outside the actor.
 func JoinPeer(node gen.Node, pid gen.PID, peer gen.ProcessID) error {
-	_, err := callControl(node, pid, controlRequest{op: opJoin, peer: peer})
+	_, err := callControl(node, pid, localControl{op: opJoin, peer: peer})
 	return err
 }
 
 // LeavePeer makes the local leader actor pid Leave peerNode, from outside the actor.
 func LeavePeer(node gen.Node, pid gen.PID, peerNode gen.Atom) error {
-	_, err := callControl(node, pid, controlRequest{op: opLeave, node: peerNode})
+	_, err := callControl(node, pid, localControl{op: opLeave, node: peerNode})
 	return err
 }
 
 // StepDownLeader makes the local leader actor pid hand its leadership over
 // (see Actor.StepDown), from outside the actor.
 func StepDownLeader(node gen.Node, pid gen.PID) error {
-	_, err := callControl(node, pid, controlRequest{op: opStepDown})
+	_, err := callControl(node, pid, localControl{op: opStepDown})
 	return err
 }
 
 // TransferLeadershipTo makes the local leader actor pid hand its leadership to
 // target (see Actor.TransferLeadership), from outside the actor.
 func TransferLeadershipTo(node gen.Node, pid gen.PID, target gen.Atom) error {
-	_, err := callControl(node, pid, controlRequest{op: opTransfer, node: target})
+	_, err := callControl(node, pid, localControl{op: opTransfer, node: target})
 	return err
 }

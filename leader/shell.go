@@ -38,8 +38,32 @@ func (a *Actor) flush() {
 	}
 	if a.fatal == nil {
 		a.reportTransition()
+		a.remindUnclustered()
 	}
 }
+
+// remindUnclustered repeats, once a minute, why a member that stays
+// unclustered has no leader: a member sitting below the floor says so at the
+// default log level rather than once, long ago.
+func (a *Actor) remindUnclustered() {
+	if a.core.Role() != election.RoleUnclustered {
+		a.unclusteredWarned = time.Time{}
+		return
+	}
+	now := time.Now()
+	if a.unclusteredWarned.IsZero() {
+		a.unclusteredWarned = now // the start or the transition said it already
+		return
+	}
+	if now.Sub(a.unclusteredWarned) < unclusteredReminder {
+		return
+	}
+	a.unclusteredWarned = now
+	a.Log().Warning("leader: cluster %q: still unclustered: %s", a.options.ClusterID, a.core.Status(now).Below)
+}
+
+// unclusteredReminder is how often a member that stays unclustered says so.
+const unclusteredReminder = time.Minute
 
 // persist writes hs to the state file, when there is one and something
 // changed, and reports whether the Ready's messages may be sent. A failed
@@ -124,9 +148,15 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			}
 		}
 	case election.RoleChanged:
-		if e.To == election.RoleUnclustered {
-			a.Log().Info("leader: %s -> unclustered at term %d (cluster %q): %s", e.From, e.Term, a.options.ClusterID, e.Below)
-		} else {
+		switch {
+		case e.To == election.RoleUnclustered:
+			a.unclusteredWarned = now
+			a.Log().Warning("leader: cluster %q: %s -> unclustered at term %d: %s; no leader exists here until that changes",
+				a.options.ClusterID, e.From, e.Term, e.Below)
+		case e.From == election.RoleUnclustered:
+			a.unclusteredWarned = time.Time{}
+			a.Log().Info("leader: cluster %q: unclustered -> %s at term %d: taking part in elections again", a.options.ClusterID, e.To, e.Term)
+		default:
 			a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
 		}
 	case election.ViewChanged:

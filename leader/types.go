@@ -39,7 +39,8 @@ type (
 //
 // Init refuses to start when they are not registered.
 func NetworkTypes() []any {
-	return append(election.NetworkTypes(), MessageSubscribe{}, MessageUnsubscribe{}, MessageLeaderChanged{})
+	return append(election.NetworkTypes(), MessageSubscribe{}, MessageUnsubscribe{}, MessageLeaderChanged{},
+		MessageMembersRequest{}, MemberReading{})
 }
 
 // ErrorTypes returns the sentinel errors the election sends over the wire:

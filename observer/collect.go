@@ -36,7 +36,7 @@ func Actors(node gen.Node) ([]Actor, error) {
 			a.Status.Error = a.Error
 		} else {
 			parseMember(&a.Status, inspection)
-			a.Cluster = inspection["ergo:cluster"]
+			a.Cluster = a.Status.Cluster
 		}
 		out = append(out, a)
 	}
@@ -77,12 +77,12 @@ func Collect(node gen.Node) (Report, error) {
 // readCluster reads the cluster of the local leader actor pid. Its ID is empty
 // when the actor no longer answers.
 func readCluster(node gen.Node, pid gen.PID) ClusterReport {
-	c := ClusterReport{Via: pid.String(), Members: []MemberReport{}}
-	self, err := node.Inspect(pid, "ergo:cluster")
+	c := ClusterReport{Via: pid.String(), ViaNode: string(pid.Node), Members: []MemberReport{}}
+	self, err := leader.ReadInspection(node, pid, "ergo:cluster")
 	if err != nil {
 		return c
 	}
-	c.ID = self["ergo:cluster"]
+	c.ID = self.Cluster
 	inspections, err := leader.InspectCluster(node, pid)
 	if err != nil {
 		c.Error = fmt.Sprintf("reading the view of %s: %v", pid, err)

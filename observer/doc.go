@@ -10,7 +10,12 @@
 // error when a member cannot be read. It flags disagreement: members that
 // believe in different leaders or terms, several leaders at once, a stuck
 // candidate, an unclustered member. A sampler polls the clusters at a fixed
-// interval to feed the live page and to measure failovers.
+// interval to feed the live page and to measure failovers, and keeps each
+// cluster's leadership timeline (Timeline: who led which term from when to
+// when, failovers with their leaderless time, handovers, elections that
+// took several campaigns, members gone and when), bounded in memory and
+// served at /api/timeline. Members are read through leader.ParseInspection,
+// and agreement is leader.Agree.
 //
 // Metrics (Handler's /metrics, or Handler.Collector in a registry of your
 // own) are read fresh from inspection at every scrape and labelled by cluster
@@ -42,7 +47,15 @@
 //     reach from a leader that is gone, so a partition between the observer
 //     and the leader alone reads as a failover.
 //  4. The handler serves no authentication: mount it behind whatever guards
-//     the rest of the server, or bind Serve to a loopback address.
+//     the rest of the server, or bind Serve to a loopback address. It refuses
+//     a foreign Host header on a loopback connection (DNS rebinding), and
+//     Serve bounds what clients hold (timeouts, WithMaxConnections) so they
+//     cannot take the file descriptors the node needs for its peers.
+//  5. The timeline starts when the handler does and follows samples: a
+//     change shorter than the interval may be missed, and a handover (the
+//     old leader kept answering and kept its quorum between two samples) is
+//     told from a failover by what the samples show, not by what happened
+//     inside the members.
 //
 // Not guaranteed: consistency across members. Each member is read at a
 // slightly different moment, so a report taken during an election can show a

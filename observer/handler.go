@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +23,23 @@ const DefaultSampleInterval = 250 * time.Millisecond
 //go:embed web
 var webFiles embed.FS
 
-// config holds the resolved options of a Handler.
+// DefaultMaxConnections caps the connections Serve holds open at once.
+const DefaultMaxConnections = 64
+
+// config holds the resolved options of a Handler and of Serve.
 type config struct {
 	sampleInterval time.Duration
+	maxConnections int
+	hosts          map[string]bool // extra Host names accepted on a loopback connection
+}
+
+// resolve applies opts over the defaults.
+func resolve(opts []Option) config {
+	cfg := config{sampleInterval: DefaultSampleInterval, maxConnections: DefaultMaxConnections}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
 }
 
 // Option tunes NewHandler and Serve.
@@ -40,6 +56,31 @@ func WithSampleInterval(d time.Duration) Option {
 	}
 }
 
+// WithMaxConnections caps how many connections Serve holds open at once;
+// more wait in the kernel's backlog until one closes. Values of zero or
+// below keep DefaultMaxConnections. NewHandler ignores it.
+func WithMaxConnections(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxConnections = n
+		}
+	}
+}
+
+// WithHosts accepts requests whose Host header names one of hosts (without
+// a port) on a loopback connection, for a reverse proxy on the same machine
+// that forwards a public name; other foreign names are still refused.
+func WithHosts(hosts ...string) Option {
+	return func(c *config) {
+		if c.hosts == nil {
+			c.hosts = map[string]bool{}
+		}
+		for _, h := range hosts {
+			c.hosts[strings.ToLower(h)] = true
+		}
+	}
+}
+
 // Handler serves the observer over HTTP. Mount it at the root of a server, or
 // under a prefix ending in a slash with http.StripPrefix (the page uses
 // relative URLs):
@@ -48,13 +89,19 @@ func WithSampleInterval(d time.Duration) Option {
 //	GET /api/actors            the leader actors on the node, each with its own inspection (JSON)
 //	GET /api/clusters          every cluster of the node, every member read (JSON Report)
 //	GET /api/clusters/{id}     one cluster (JSON ClusterReport); 404 when the node is not in it
-//	GET /api/events            server-sent events: a Report per sample, for the page
+//	GET /api/timeline          every cluster's leadership timeline (JSON []Timeline)
+//	GET /api/clusters/{id}/timeline  one cluster's timeline (JSON Timeline)
+//	GET /api/events            server-sent events: a Report and the timelines per sample, for the page
 //	GET /metrics               Prometheus metrics
 //	    /mcp                   the MCP server over the streamable HTTP transport
 //
-// Close it when done: it runs a sampling goroutine.
+// It has no authentication. A request that reached a loopback address with
+// a Host header naming another host is refused (403), on every route, so a
+// web page a browser loads from elsewhere cannot read the observer through
+// DNS rebinding; WithHosts names the hosts a local reverse proxy forwards. Close it when done: it runs a sampling goroutine.
 type Handler struct {
 	node    gen.Node
+	hosts   map[string]bool
 	mux     *http.ServeMux
 	metrics *metrics
 	sampler *sampler
@@ -63,11 +110,8 @@ type Handler struct {
 // NewHandler starts observing node and returns the handler serving it. Call
 // Close to stop the sampler and every open event stream.
 func NewHandler(node gen.Node, opts ...Option) *Handler {
-	cfg := config{sampleInterval: DefaultSampleInterval}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	h := &Handler{node: node, mux: http.NewServeMux(), metrics: newMetrics(node)}
+	cfg := resolve(opts)
+	h := &Handler{node: node, hosts: cfg.hosts, mux: http.NewServeMux(), metrics: newMetrics(node)}
 	h.sampler = newSampler(node, cfg.sampleInterval, h.metrics)
 
 	registry := prometheus.NewPedanticRegistry()
@@ -82,17 +126,49 @@ func NewHandler(node gen.Node, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET /api/actors", h.serveActors)
 	h.mux.HandleFunc("GET /api/clusters", h.serveClusters)
 	h.mux.HandleFunc("GET /api/clusters/{cluster}", h.serveCluster)
+	h.mux.HandleFunc("GET /api/timeline", h.serveTimelines)
+	h.mux.HandleFunc("GET /api/clusters/{cluster}/timeline", h.serveTimeline)
 	h.mux.HandleFunc("GET /api/events", h.serveEvents)
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{node.Log()},
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	h.mux.Handle("/mcp", NewMCPHandler(node))
+	h.mux.Handle("/mcp", streaming(newMCPHandler(node, true)))
 	return h
 }
 
-// ServeHTTP routes a request to the page, the JSON API, the metrics or MCP.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP routes a request to the page, the JSON API, the metrics or MCP,
+// after refusing a foreign Host header on a loopback connection.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) && !h.hosts[hostOf(r.Host)] {
+		h.writeError(w, http.StatusForbidden, fmt.Errorf("observer: Host %q is not this loopback server's: %w", r.Host, gen.ErrNotAllowed))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// hostOf is the host of a Host header, lower case, without its port.
+func hostOf(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		hostport = h
+	}
+	return strings.ToLower(hostport)
+}
+
+// isLoopback reports whether hostport (a host, or host:port) names this
+// machine's loopback: localhost, 127.0.0.0/8 or ::1.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // Collector returns the handler's Prometheus collector (the per-member
 // metrics and the failover histogram), for registering in a registry of the
@@ -166,9 +242,34 @@ func (h *Handler) serveCluster(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, http.StatusOK, cluster)
 }
 
+// timelines is the sampler's latest timelines; empty before the first sample.
+func (h *Handler) timelines() []Timeline {
+	s, _ := h.sampler.current()
+	if s.timelines == nil {
+		return []Timeline{}
+	}
+	return s.timelines
+}
+
+func (h *Handler) serveTimelines(w http.ResponseWriter, r *http.Request) {
+	h.writeJSON(w, http.StatusOK, h.timelines())
+}
+
+func (h *Handler) serveTimeline(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("cluster")
+	for _, t := range h.timelines() {
+		if t.Cluster == id {
+			h.writeJSON(w, http.StatusOK, t)
+			return
+		}
+	}
+	h.writeError(w, http.StatusNotFound, fmt.Errorf("observer: no timeline of cluster %q on node %s: %w", id, h.node.Name(), gen.ErrNameUnknown))
+}
+
 // liveUpdate is one server-sent event of /api/events.
 type liveUpdate struct {
-	Report Report `json:"report"`
+	Report    Report     `json:"report"`
+	Timelines []Timeline `json:"timelines"`
 	// Error is why this sample could not be collected.
 	Error string `json:"error,omitempty"`
 	// IntervalMS is the sampling interval in milliseconds.
@@ -183,6 +284,8 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusInternalServerError, fmt.Errorf("observer: the response writer cannot stream events: %w", gen.ErrUnsupported))
 		return
 	}
+	rc := http.NewResponseController(w)
+	keepStreaming(rc)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -192,7 +295,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		s, changed := h.sampler.current()
 		if s.seq != sent && s.seq != 0 {
-			update := liveUpdate{Report: s.report, IntervalMS: h.sampler.interval.Milliseconds()}
+			update := liveUpdate{Report: s.report, Timelines: s.timelines, IntervalMS: h.sampler.interval.Milliseconds()}
 			if s.err != nil {
 				update.Error = s.err.Error()
 			}
@@ -200,6 +303,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				h.node.Log().Error("observer: encoding a live update: %v", err)
 				return
+			}
+			if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+				h.node.Log().Debug("observer: event stream to %s: %v", r.RemoteAddr, err)
 			}
 			if _, err := fmt.Fprintf(w, "event: report\ndata: %s\n\n", data); err != nil {
 				h.node.Log().Debug("observer: event stream to %s ended: %v", r.RemoteAddr, err)
@@ -216,6 +322,27 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// keepStreaming lifts the server's read deadline from a long-lived response
+// (an event stream), whose request is complete: otherwise the server would
+// end the stream when the deadline passes. Writes keep a deadline, renewed
+// per event. Under a plain handler (no deadlines set) it does nothing.
+func keepStreaming(rc *http.ResponseController) {
+	_ = rc.SetReadDeadline(time.Time{}) // ErrNotSupported outside net/http's server: then no deadline was set
+}
+
+// streaming lets MCP's GET streams outlive the server's read and write
+// deadlines; its POSTs keep them.
+func streaming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			rc := http.NewResponseController(w)
+			keepStreaming(rc)
+			_ = rc.SetWriteDeadline(time.Time{}) // as keepStreaming
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (h *Handler) writeJSON(w http.ResponseWriter, status int, v any) {

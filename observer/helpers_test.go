@@ -16,6 +16,7 @@ import (
 	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/node"
 	"github.com/regent-go/regent/observer"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 func TestMain(m *testing.M) {
@@ -51,34 +52,20 @@ var clusterSeq atomic.Int64
 // testCluster is nodes on loopback TCP, each running one member of cluster id.
 type testCluster struct {
 	id    string
+	lb    *loopback.Cluster
 	nodes []gen.Node
 	pids  []gen.PID
 }
 
-// startCluster starts size nodes named cN_i@127.0.0.1 on free ports, routes
-// each to the others, and spawns a member of cluster id on each with the
-// others as Bootstrap. The nodes stop when the test ends.
+// startCluster starts size nodes named cN_i@127.0.0.1 on free ports, routed
+// to each other (testing/loopback), and spawns a member of cluster id on
+// each with the others as Bootstrap. The nodes stop when the test ends.
 func startCluster(t *testing.T, id string, size int) *testCluster {
 	t.Helper()
-	seq := clusterSeq.Add(1)
-	c := &testCluster{id: id}
-	for i := range size {
-		n, err := node.Start(gen.Atom(fmt.Sprintf("c%d_%d@127.0.0.1", seq, i+1)), gen.NodeOptions{
-			Network: gen.NetworkOptions{Cookie: "observer-test", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-			Log:     gen.LogOptions{Level: gen.LogLevelError},
-		})
-		require.NoError(t, err)
-		t.Cleanup(n.Stop)
-		require.NoError(t, n.Network().RegisterTypes(leader.NetworkTypes()))
-		c.nodes = append(c.nodes, n)
-	}
-	for _, a := range c.nodes {
-		for _, b := range c.nodes {
-			if a != b {
-				require.NoError(t, a.Network().AddRoute(b.Name(), b.Network().AcceptorAddress()))
-			}
-		}
-	}
+	lb, err := loopback.Start(loopback.Names(fmt.Sprintf("c%d_", clusterSeq.Add(1)), size), loopback.Options{})
+	require.NoError(t, err)
+	t.Cleanup(lb.Close)
+	c := &testCluster{id: id, lb: lb, nodes: lb.Nodes()}
 	c.pids = spawnMembers(t, c.nodes, id, memberName)
 	return c
 }

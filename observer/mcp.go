@@ -140,9 +140,14 @@ func ServeMCPStdio(ctx context.Context, node gen.Node) error {
 // NewMCPHandler serves NewMCPServer(node) over MCP's streamable HTTP
 // transport, statelessly: every request stands alone, so no session outlives
 // its request.
-func NewMCPHandler(node gen.Node) http.Handler {
+func NewMCPHandler(node gen.Node) http.Handler { return newMCPHandler(node, false) }
+
+// newMCPHandler is NewMCPHandler; hostChecked leaves the Host check to a
+// Handler in front, whose WithHosts may accept a reverse proxy's name.
+func newMCPHandler(node gen.Node, hostChecked bool) http.Handler {
 	s := NewMCPServer(node)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: hostChecked})
 }
 
 func (t mcpTools) leaders(_ context.Context, _ *mcp.CallToolRequest, in LeadersInput) (*mcp.CallToolResult, LeadersOutput, error) {

@@ -6,14 +6,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
 )
 
-// Roles as the ergo:state inspection key names them.
+// Roles as the ergo:state inspection key names them (leader.Role).
 const (
-	RoleLeader      = "leader"
-	RoleFollower    = "follower"
-	RoleCandidate   = "candidate"
-	RoleUnclustered = "unclustered"
+	RoleLeader      = string(leader.RoleLeader)
+	RoleFollower    = string(leader.RoleFollower)
+	RoleCandidate   = string(leader.RoleCandidate)
+	RoleUnclustered = string(leader.RoleUnclustered)
 )
 
 // StuckCandidateRounds is how many campaigns in a row, with no leader known,
@@ -46,6 +49,8 @@ type ClusterReport struct {
 	ID string `json:"cluster"`
 	// Via is the PID of the local leader actor whose view was read.
 	Via string `json:"via"`
+	// ViaNode is the node of that actor, this observer's own.
+	ViaNode string `json:"via_node"`
 	// Error is why the view could not be read; Members is then empty.
 	Error string `json:"error,omitempty"`
 	// Members lists every member of the view, the local one included, by node name.
@@ -70,6 +75,12 @@ const (
 	ProblemStuckCandidate     = "stuck_candidate"
 	ProblemUnclustered        = "unclustered"
 	ProblemUnreachable        = "unreachable"
+	// ProblemViewLag: members hold different views of the cluster, or the
+	// leader reports members whose acknowledgement lags its view.
+	ProblemViewLag = "view_lag"
+	// ProblemPendingChange: the leader proposed a membership change that is
+	// not committed yet (normal for a moment; a finding if it stays).
+	ProblemPendingChange = "pending_change"
 )
 
 // Problem is one disagreement or fault in a cluster.
@@ -95,6 +106,8 @@ type MemberReport struct {
 	// fields are then zero.
 	Error string `json:"error,omitempty"`
 
+	// Cluster is the member's cluster ID, as it reports it.
+	Cluster           string            `json:"cluster"`
 	State             string            `json:"state"`
 	Term              uint64            `json:"term"`
 	LeaderNode        string            `json:"leader_node"`
@@ -109,8 +122,19 @@ type MemberReport struct {
 	ElectionsStarted  uint64            `json:"elections_started"`
 	ElectionsWon      uint64            `json:"elections_won"`
 	LeadershipChanges uint64            `json:"leadership_changes"`
-	Rounds            uint64            `json:"rounds"`
-	Timers            Timers            `json:"timers"`
+	// QuorumLostStepDowns counts the times this member stopped leading
+	// because it no longer reached a quorum.
+	QuorumLostStepDowns uint64 `json:"quorum_lost_stepdowns"`
+	Rounds              uint64 `json:"rounds"`
+	Timers              Timers `json:"timers"`
+	// View is the agreed view this member holds (docs/membership.md).
+	View View `json:"view"`
+	// PendingChange is, on a leader, the change proposed and not committed.
+	PendingChange string `json:"pending_change,omitempty"`
+	// Lagging lists, on a leader, members whose acknowledgement lags its view.
+	Lagging []string `json:"lagging"`
+	// UnclusteredBecause says why the member is unclustered.
+	UnclusteredBecause string `json:"unclustered_because,omitempty"`
 	// Inspection is the member's full inspection map, user keys included.
 	Inspection map[string]string `json:"inspection,omitempty"`
 	// ParseErrors lists keys whose values could not be parsed; their parsed
@@ -118,100 +142,84 @@ type MemberReport struct {
 	ParseErrors []string `json:"parse_errors,omitempty"`
 }
 
+// View is a member's agreed view: its members and the stamp that orders it.
+// Epoch counts membership changes; Term is the term of the leader that last
+// stamped it; Lineage names the formation it descends from.
+type View struct {
+	Epoch     uint64   `json:"epoch"`
+	Term      uint64   `json:"term"`
+	Lineage   string   `json:"lineage"`
+	Agreed    bool     `json:"agreed"`
+	Committed bool     `json:"committed"`
+	Members   []string `json:"members"`
+}
+
 // Answered reports whether the member's inspection was read.
 func (m MemberReport) Answered() bool { return m.Error == "" }
 
-// Timers are a member's election and heartbeat timers, as inspection shows them.
+// Timers are a member's election and heartbeat timers, as inspection shows
+// them: whether each is armed, when a heartbeat last came in and went out
+// (with its age as the member measured it, empty for never), and the
+// configured timeouts.
 type Timers struct {
-	ElectionArmed      bool   `json:"election_armed"`
-	HeartbeatArmed     bool   `json:"heartbeat_armed"`
-	HeartbeatInLast    string `json:"heartbeat_in_last"`
-	HeartbeatOutLast   string `json:"heartbeat_out_last"`
-	ElectionTimeoutMin string `json:"election_timeout_min"`
-	ElectionTimeoutMax string `json:"election_timeout_max"`
-	HeartbeatInterval  string `json:"heartbeat_interval"`
+	ElectionArmed      bool          `json:"election_armed"`
+	HeartbeatArmed     bool          `json:"heartbeat_armed"`
+	HeartbeatInLast    time.Time     `json:"heartbeat_in_last,omitzero"`
+	HeartbeatInAgo     string        `json:"heartbeat_in_ago,omitempty"`
+	HeartbeatOutLast   time.Time     `json:"heartbeat_out_last,omitzero"`
+	HeartbeatOutAgo    string        `json:"heartbeat_out_ago,omitempty"`
+	ElectionTimeoutMin time.Duration `json:"election_timeout_min_ns"`
+	ElectionTimeoutMax time.Duration `json:"election_timeout_max_ns"`
+	HeartbeatInterval  time.Duration `json:"heartbeat_interval_ns"`
 }
 
-// parseMember fills m's parsed fields from an inspection map. A value that
-// does not parse is recorded in m.ParseErrors; a missing key leaves its field
-// zero (an older member may not have it).
-func parseMember(m *MemberReport, in map[string]string) {
-	m.Inspection = in
-	var problems []string
-	uintKey := func(key string, dst *uint64) {
-		v, ok := in[key]
-		if !ok || v == "" {
-			return
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
-			return
-		}
-		*dst = n
-	}
-	intKey := func(key string, dst *int) {
-		var n uint64
-		uintKey(key, &n)
-		*dst = int(n)
-	}
-	boolKey := func(key string, dst *bool) {
-		v, ok := in[key]
-		if !ok || v == "" {
-			return
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
-			return
-		}
-		*dst = b
-	}
-
-	m.State = in["ergo:state"]
-	m.LeaderNode = in["ergo:leader_node"]
-	m.LeaderPID = in["ergo:leader_pid"]
-	uintKey("ergo:term", &m.Term)
-	intKey("ergo:view_size", &m.ViewSize)
-	intKey("ergo:quorum", &m.Quorum)
-	intKey("ergo:min_cluster_size", &m.MinClusterSize)
-	intKey("ergo:peers", &m.Peers)
-	uintKey("ergo:confirm_denied", &m.ConfirmDenied)
-	uintKey("ergo:elections_started", &m.ElectionsStarted)
-	uintKey("ergo:elections_won", &m.ElectionsWon)
-	uintKey("ergo:leadership_changes", &m.LeadershipChanges)
-	uintKey("ergo:rounds", &m.Rounds)
-	boolKey("ergo:election_timer_armed", &m.Timers.ElectionArmed)
-	boolKey("ergo:heartbeat_timer_armed", &m.Timers.HeartbeatArmed)
-	m.Timers.HeartbeatInLast = in["ergo:heartbeat_in_last"]
-	m.Timers.HeartbeatOutLast = in["ergo:heartbeat_out_last"]
-	m.Timers.ElectionTimeoutMin = in["ergo:election_timeout_min"]
-	m.Timers.ElectionTimeoutMax = in["ergo:election_timeout_max"]
-	m.Timers.HeartbeatInterval = in["ergo:heartbeat_interval"]
-
-	m.Unreachable = splitList(in["ergo:unreachable"])
-	m.Dropped = make(map[string]uint64)
-	for _, pair := range splitList(in["ergo:dropped_by_reason"]) {
-		reason, count, ok := strings.Cut(pair, "=")
-		n, err := strconv.ParseUint(count, 10, 64)
-		if !ok || err != nil {
-			problems = append(problems, fmt.Sprintf("ergo:dropped_by_reason entry %q is not reason=count", pair))
-			continue
-		}
-		m.Dropped[reason] = n
-	}
-	m.ParseErrors = problems
-}
-
-// splitList splits a ", "-joined inspection value; empty gives an empty list.
-func splitList(v string) []string {
-	out := []string{}
-	for _, s := range strings.Split(v, ", ") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+// parseMember fills m's parsed fields from an inspection map
+// (leader.ParseInspection). A value that does not parse is recorded in
+// m.ParseErrors; a missing key leaves its field zero (an older member may
+// not have it).
+func parseMember(m *MemberReport, raw map[string]string) {
+	in, err := leader.ParseInspection(raw)
+	m.Inspection = raw
+	m.ParseErrors = nil
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			m.ParseErrors = append(m.ParseErrors, e.Error())
 		}
 	}
-	return out
+	m.Cluster = in.Cluster
+	m.State = string(in.Role)
+	m.Term = in.Term
+	m.LeaderNode = string(in.LeaderNode)
+	m.LeaderPID = in.LeaderPID
+	m.ViewSize, m.Quorum, m.MinClusterSize, m.Peers = in.ViewSize, in.Quorum, in.MinClusterSize, in.Peers
+	m.ConfirmDenied = in.ConfirmDenied
+	m.ElectionsStarted, m.ElectionsWon, m.LeadershipChanges = in.ElectionsStarted, in.ElectionsWon, in.LeadershipChanges
+	m.QuorumLostStepDowns, m.Rounds = in.QuorumLostStepDowns, in.Rounds
+	m.Unreachable = make([]string, 0, len(in.Unreachable))
+	for _, u := range in.Unreachable {
+		m.Unreachable = append(m.Unreachable, fmt.Sprintf("%s (%s ago)", u.Node, u.For))
+	}
+	m.Dropped = in.Dropped
+	m.View = View{Epoch: in.ViewEpoch, Term: in.ViewTerm, Lineage: in.ViewLineage, Agreed: in.ViewAgreed, Committed: in.ViewCommitted, Members: []string{}}
+	for _, p := range in.ViewMembers {
+		m.View.Members = append(m.View.Members, string(p.Node))
+	}
+	m.PendingChange, m.UnclusteredBecause = in.PendingChange, in.UnclusteredBecause
+	m.Lagging = make([]string, 0, len(in.Lagging))
+	for _, n := range in.Lagging {
+		m.Lagging = append(m.Lagging, string(n))
+	}
+	m.Timers = Timers{
+		ElectionArmed: in.ElectionTimerArmed, HeartbeatArmed: in.HeartbeatTimerArmed,
+		HeartbeatInLast: in.HeartbeatInLast.At, HeartbeatOutLast: in.HeartbeatOutLast.At,
+		ElectionTimeoutMin: in.ElectionTimeoutMin, ElectionTimeoutMax: in.ElectionTimeoutMax, HeartbeatInterval: in.HeartbeatInterval,
+	}
+	if !in.HeartbeatInLast.IsZero() {
+		m.Timers.HeartbeatInAgo = in.HeartbeatInLast.Ago.String()
+	}
+	if !in.HeartbeatOutLast.IsZero() {
+		m.Timers.HeartbeatOutAgo = in.HeartbeatOutLast.Ago.String()
+	}
 }
 
 // analyze fills the cluster-wide fields (Leaders, Leader, Term, Problems) from
@@ -250,7 +258,12 @@ func (c *ClusterReport) analyze() {
 	believed := groupBy(answered, func(m MemberReport) string { return m.LeaderNode })
 	if len(believed) > 1 {
 		add(ProblemLeaderDisagreement, nodesOf(answered), "members believe in different leaders: %s", describeGroups(believed, "no leader"))
-	} else if len(believed) == 1 && len(c.Leaders) == 1 && answered[0].LeaderNode == c.Leaders[0] {
+	}
+	beliefs := make([]leader.Belief, 0, len(answered))
+	for _, m := range answered {
+		beliefs = append(beliefs, leader.Belief{Member: gen.Atom(m.Node), Role: leader.Role(m.State), Term: m.Term, Leader: gen.Atom(m.LeaderNode)})
+	}
+	if a, ok := leader.Agree(beliefs, len(answered)); ok && len(c.Leaders) == 1 && string(a.Leader) == c.Leaders[0] {
 		c.Leader = c.Leaders[0]
 	}
 	terms := groupBy(answered, func(m MemberReport) string { return strconv.FormatUint(m.Term, 10) })
@@ -261,9 +274,23 @@ func (c *ClusterReport) analyze() {
 		switch {
 		case m.State == RoleCandidate && m.Rounds >= StuckCandidateRounds:
 			add(ProblemStuckCandidate, []string{m.Node}, "%s has campaigned %d times in a row without a leader being known (term %d)", m.Node, m.Rounds, m.Term)
+		case m.State == RoleUnclustered && m.UnclusteredBecause != "":
+			add(ProblemUnclustered, []string{m.Node}, "%s is unclustered: %s", m.Node, m.UnclusteredBecause)
 		case m.State == RoleUnclustered:
-			add(ProblemUnclustered, []string{m.Node}, "%s is unclustered: its view of %d is below the minimum cluster size %d", m.Node, m.ViewSize, m.MinClusterSize)
+			add(ProblemUnclustered, []string{m.Node}, "%s is unclustered: its view of %d is below the floor of %d (MinClusterSize)", m.Node, m.ViewSize, m.MinClusterSize)
 		}
+		if m.PendingChange != "" {
+			add(ProblemPendingChange, []string{m.Node}, "%s has proposed a membership change not committed yet: %s", m.Node, m.PendingChange)
+		}
+		if len(m.Lagging) > 0 {
+			add(ProblemViewLag, m.Lagging, "%s (leading) has not heard %s acknowledge its view (epoch %d)", m.Node, strings.Join(m.Lagging, ", "), m.View.Epoch)
+		}
+	}
+	views := groupBy(answered, func(m MemberReport) string {
+		return fmt.Sprintf("epoch %d/term %d of lineage %s", m.View.Epoch, m.View.Term, m.View.Lineage)
+	})
+	if len(views) > 1 {
+		add(ProblemViewLag, nodesOf(answered), "members hold different views: %s", describeGroups(views, "no view"))
 	}
 	if len(unreachable) > 0 {
 		add(ProblemUnreachable, unreachable, "could not read %s", strings.Join(unreachable, ", "))

@@ -61,7 +61,10 @@ func TestParseMember(t *testing.T) {
 		assert.Equal(t, uint64(1), m.LeadershipChanges)
 		assert.True(t, m.Timers.ElectionArmed)
 		assert.False(t, m.Timers.HeartbeatArmed)
-		assert.Equal(t, "never", m.Timers.HeartbeatOutLast)
+		assert.Equal(t, "12ms", m.Timers.HeartbeatInAgo)
+		assert.True(t, m.Timers.HeartbeatOutLast.IsZero(), "never is no time")
+		assert.Empty(t, m.Timers.HeartbeatOutAgo)
+		assert.Equal(t, 150*time.Millisecond, m.Timers.ElectionTimeoutMin)
 		assert.Empty(t, m.ParseErrors)
 	})
 
@@ -71,8 +74,8 @@ func TestParseMember(t *testing.T) {
 		assert.Zero(t, m.Term)
 		assert.Equal(t, 3, m.ViewSize, "other keys still parse")
 		require.Len(t, m.ParseErrors, 2)
-		assert.Contains(t, m.ParseErrors[0], "ergo:term")
-		assert.Contains(t, m.ParseErrors[1], "garbled")
+		assert.Contains(t, m.ParseErrors[0], "garbled", "errors come in key order")
+		assert.Contains(t, m.ParseErrors[1], "ergo:term")
 	})
 }
 
@@ -205,4 +208,32 @@ func TestLeadership(t *testing.T) {
 		}}
 		assert.Equal(t, "a@h@4,c@h@3", leadership(c))
 	})
+}
+
+// The observer shows the agreed view: its version on every member, a member
+// whose view lags, and a pending change.
+func TestAgreedViewIsReported(t *testing.T) {
+	view := func(epoch string) map[string]string {
+		return withValues(inspection(),
+			"ergo:view_epoch", epoch, "ergo:view_term", "7", "ergo:view_lineage", "1@a@h", "ergo:view_agreed", "true",
+			"ergo:view_committed", "true", "ergo:view_members", "<leader@a@h>, <leader@b@h>, <leader@c@h>")
+	}
+	var m MemberReport
+	parseMember(&m, withValues(view("4"), "ergo:state", "leader", "ergo:pending_change", "added d@h", "ergo:lagging", "c@h"))
+	assert.Equal(t, View{Epoch: 4, Term: 7, Lineage: "1@a@h", Agreed: true, Committed: true, Members: []string{"a@h", "b@h", "c@h"}}, m.View)
+	assert.Equal(t, "added d@h", m.PendingChange)
+	assert.Equal(t, []string{"c@h"}, m.Lagging)
+
+	c := ClusterReport{Members: []MemberReport{{Node: "a@h"}, {Node: "b@h"}, {Node: "c@h"}}}
+	parseMember(&c.Members[0], withValues(view("4"), "ergo:state", "leader", "ergo:leader_node", "a@h", "ergo:pending_change", "added d@h", "ergo:lagging", "c@h"))
+	parseMember(&c.Members[1], view("4"))
+	parseMember(&c.Members[2], view("3"))
+	c.analyze()
+	kinds := map[string][]string{}
+	for _, p := range c.Problems {
+		kinds[p.Kind] = append(kinds[p.Kind], p.Message)
+	}
+	require.Contains(t, kinds, ProblemPendingChange)
+	require.Contains(t, kinds, ProblemViewLag)
+	assert.Len(t, kinds[ProblemViewLag], 2, "the leader's report of a lagging member, and two views held at once")
 }

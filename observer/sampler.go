@@ -2,6 +2,7 @@ package observer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -9,23 +10,26 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// sample is one published collection: the report, or why it failed.
+// sample is one published collection: the report, or why it failed, and
+// the clusters' timelines up to it.
 type sample struct {
-	seq    uint64
-	report Report
-	err    error
+	seq       uint64
+	report    Report
+	err       error
+	timelines []Timeline
 }
 
 // sampler collects the node's clusters every interval on its own goroutine,
-// publishes the latest report for the live page, and feeds failover
-// durations to the metrics.
+// publishes the latest report and the clusters' timelines for the live page
+// and the API, and feeds failover durations to the metrics.
 type sampler struct {
 	node     gen.Node
 	interval time.Duration
 	metrics  *metrics
 
-	// tracks is owned by the run goroutine: the failover state of each cluster.
-	tracks map[string]*failoverTrack
+	// histories is owned by the run goroutine: each cluster's timeline and
+	// failover state.
+	histories map[string]*history
 
 	// mu guards latest and changed: run writes them, event streams read them.
 	mu     sync.Mutex
@@ -41,13 +45,13 @@ type sampler struct {
 
 func newSampler(node gen.Node, interval time.Duration, m *metrics) *sampler {
 	s := &sampler{
-		node:     node,
-		interval: interval,
-		metrics:  m,
-		tracks:   make(map[string]*failoverTrack),
-		changed:  make(chan struct{}),
-		quit:     make(chan struct{}),
-		stopped:  make(chan struct{}),
+		node:      node,
+		interval:  interval,
+		metrics:   m,
+		histories: make(map[string]*history),
+		changed:   make(chan struct{}),
+		quit:      make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	go s.run()
 	return s
@@ -70,10 +74,15 @@ func (s *sampler) run() {
 func (s *sampler) sampleOnce() {
 	report, err := Collect(s.node)
 	if err == nil {
-		s.trackFailovers(report)
+		s.track(report)
 	}
+	timelines := make([]Timeline, 0, len(s.histories))
+	for _, h := range s.histories {
+		timelines = append(timelines, h.timeline())
+	}
+	slices.SortFunc(timelines, func(a, b Timeline) int { return strings.Compare(a.Cluster, b.Cluster) })
 	s.mu.Lock()
-	s.latest = sample{seq: s.latest.seq + 1, report: report, err: err}
+	s.latest = sample{seq: s.latest.seq + 1, report: report, err: err, timelines: timelines}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
@@ -93,25 +102,27 @@ func (s *sampler) close() {
 	<-s.stopped
 }
 
-func (s *sampler) trackFailovers(report Report) {
+// track feeds one report to each cluster's history, and the failovers it
+// ends to the metrics.
+func (s *sampler) track(report Report) {
 	present := make(map[string]bool, len(report.Clusters))
 	for _, c := range report.Clusters {
 		present[c.ID] = true
 		if c.Error != "" {
 			continue // no evidence either way
 		}
-		t, ok := s.tracks[c.ID]
+		h, ok := s.histories[c.ID]
 		if !ok {
-			t = &failoverTrack{}
-			s.tracks[c.ID] = t
+			h = newHistory(c.ID, report.CollectedAt)
+			s.histories[c.ID] = h
 		}
-		if d, ended := t.observe(report.CollectedAt, leadership(c)); ended {
+		if d, ended := h.observe(report.CollectedAt, c); ended {
 			s.metrics.observeFailover(c.ID, d)
 		}
 	}
-	for id := range s.tracks {
+	for id := range s.histories {
 		if !present[id] {
-			delete(s.tracks, id) // the local actor left the cluster
+			delete(s.histories, id) // the local actor left the cluster
 		}
 	}
 }

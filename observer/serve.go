@@ -17,6 +17,19 @@ import (
 // before it closes their connections.
 const shutdownGrace = time.Second
 
+// Limits of the server Serve runs. The observer has no authentication, so
+// these are what keep an unauthenticated client from starving the node: a
+// connection that sends nothing is closed after readHeaderTimeout, an idle
+// keep-alive after idleTimeout, and no more than the connection cap (see
+// WithMaxConnections) hold file descriptors at once; further ones wait in
+// the kernel's backlog, costing the process nothing.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 30 * time.Second
+)
+
 // Server is an HTTP server running a Handler, made by Serve.
 type Server struct {
 	handler  *Handler
@@ -30,12 +43,19 @@ type Server struct {
 }
 
 // Serve listens on address (host:port; port 0 picks a free port) and serves
-// NewHandler(node, opts...) there until Close.
+// NewHandler(node, opts...) there until Close. The server has no
+// authentication: bind it to a loopback or otherwise trusted address. It
+// bounds what a client can hold (timeouts, and at most
+// DefaultMaxConnections connections unless WithMaxConnections says
+// otherwise), so a flood of idle connections cannot take the file
+// descriptors the node needs for its peers.
 func Serve(node gen.Node, address string, opts ...Option) (*Server, error) {
-	ln, err := net.Listen("tcp", address)
+	cfg := resolve(opts)
+	raw, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, fmt.Errorf("observer: listening on %s: %w", address, err)
 	}
+	ln := newCappedListener(raw, cfg.maxConnections)
 	h := NewHandler(node, opts...)
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{
@@ -45,7 +65,10 @@ func Serve(node gen.Node, address string, opts ...Option) (*Server, error) {
 		cancel:   cancel,
 		http: &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       idleTimeout,
 			ErrorLog:          slog.NewLogLogger(node.Log().Logger().Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return base },
 		},

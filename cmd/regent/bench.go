@@ -17,6 +17,7 @@ import (
 	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 const benchSynopsis = `bench [flags]
@@ -33,7 +34,12 @@ min/p50/p90/p99/max beside a theoretical lower bound and mean/bound.
 MinClusterSize is a majority of N, capped at the default 3: a member whose
 process ended leaves the view, and 3 members minus one would otherwise sit
 below the floor.
-"bench scale --help" describes the many-clusters benchmark.`
+"bench scale --help" describes the many-clusters benchmark. Its nodes talk
+over loopback with a random cookie of their own.
+
+Examples:
+  regent bench --sizes 3,5 --trials 10
+  regent bench --cases handover,process-kill --trials 20 --csv`
 
 // benchCase is one kind of measured fault.
 type benchCase struct {
@@ -104,7 +110,7 @@ func runBench(ctx context.Context, args []string, env *environment) error {
 	fs.BoolVar(&cfg.asCSV, "csv", false, "print CSV instead of a table")
 	fs.StringVar(&cfg.plot, "plot", "", "write an SVG plot of the distributions to this file")
 	fs.BoolVar(&cfg.noProgress, "no-progress", false, "never draw the progress bar")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if len(cfg.cases) == 0 {
@@ -253,10 +259,8 @@ func (b *benchRun) close() error {
 func (b *benchRun) cold(ctx context.Context) (time.Duration, uint64, error) {
 	b.rec = newRecorder(nil)
 	b.c = newLocalCluster(b.size, "c", b.options(), false, b.rec)
-	for i := range b.c.names {
-		if err := b.c.startNode(i); err != nil {
-			return 0, 0, err
-		}
+	if err := b.c.startNodes(); err != nil {
+		return 0, 0, err
 	}
 	t0 := time.Now()
 	for i := range b.c.names {
@@ -271,8 +275,8 @@ func (b *benchRun) cold(ctx context.Context) (time.Duration, uint64, error) {
 	if _, err := b.wait(ctx, 0, gen.PID{}, b.size); err != nil {
 		return 0, 0, err
 	}
-	rounds := b.c.counter("ergo:elections_started", -1)
-	return a.at.Sub(t0), rounds, b.close()
+	rounds := b.c.electionsStarted(-1)
+	return a.At.Sub(t0), rounds, b.close()
 }
 
 // failover injects the case's fault into a settled cluster (started on first
@@ -290,11 +294,11 @@ func (b *benchRun) failover(ctx context.Context) (time.Duration, uint64, error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	victim := b.c.index(cur.leader)
+	victim := b.c.index(cur.LeaderPID)
 	if victim < 0 {
-		return 0, 0, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.leader, gen.ErrProcessUnknown)
+		return 0, 0, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
 	}
-	before := b.c.counter("ergo:elections_started", victim)
+	before := b.c.electionsStarted(victim)
 	// Strike at a random phase of the heartbeat cycle, well after the last
 	// election settled: the agreement is seen just as followers take the new
 	// leader's first heartbeat, and a fault at that instant would make every
@@ -308,18 +312,18 @@ func (b *benchRun) failover(ctx context.Context) (time.Duration, uint64, error) 
 	case "process-kill":
 		err = b.c.killMember(victim)
 	case "handover":
-		err = leader.StepDownLeader(b.c.nodes[victim], cur.leader)
+		err = leader.StepDownLeader(b.c.node(victim), cur.LeaderPID)
 	case "partition":
 		b.c.mesh.Isolate(b.c.names[victim])
 	}
 	if err != nil {
 		return 0, 0, err
 	}
-	next, err := b.wait(ctx, cur.term, cur.leader, b.quorum())
+	next, err := b.wait(ctx, cur.Term, cur.LeaderPID, b.quorum())
 	if err != nil {
 		return 0, 0, err
 	}
-	took := next.at.Sub(t0)
+	took := next.At.Sub(t0)
 	switch b.name {
 	case "node-kill", "node-kill-nofast":
 		err = b.c.restart(ctx, victim)
@@ -331,14 +335,14 @@ func (b *benchRun) failover(ctx context.Context) (time.Duration, uint64, error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, err := b.wait(ctx, next.term-1, gen.PID{}, b.size); err != nil {
+	if _, err := b.wait(ctx, next.Term-1, gen.PID{}, b.size); err != nil {
 		return 0, 0, err
 	}
-	after := b.c.counter("ergo:elections_started", victim)
+	after := b.c.electionsStarted(victim)
 	return took, after - before, nil
 }
 
-func (b *benchRun) wait(ctx context.Context, term uint64, not gen.PID, quorum int) (agreement, error) {
+func (b *benchRun) wait(ctx context.Context, term uint64, not gen.PID, quorum int) (leader.Agreement, error) {
 	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	return b.rec.waitAgreed(wctx, term, not, quorum)
@@ -355,24 +359,12 @@ func (e *echoActor) HandleCall(_ gen.PID, _ gen.Ref, request any) (any, error) {
 // measureRTT starts two nodes and returns the median round trip of samples
 // Calls from one to an echo process on the other.
 func measureRTT(ctx context.Context, samples int) (time.Duration, error) {
-	a, err := startLoopbackNode("rtt-a@127.0.0.1", "regent-local", gen.LogLevelError)
+	pair, err := loopback.Start(loopback.Names("rtt", 2), loopback.Options{Types: []any{pingRequest{}}})
 	if err != nil {
 		return 0, err
 	}
-	defer a.Stop()
-	b, err := startLoopbackNode("rtt-b@127.0.0.1", "regent-local", gen.LogLevelError)
-	if err != nil {
-		return 0, err
-	}
-	defer b.Stop()
-	for _, n := range []gen.Node{a, b} {
-		if err := n.Network().RegisterTypes([]any{pingRequest{}}); err != nil {
-			return 0, fmt.Errorf("registering the probe type: %w", err)
-		}
-	}
-	if err := a.Network().AddRoute(b.Name(), b.Network().AcceptorAddress()); err != nil {
-		return 0, fmt.Errorf("routing the probe: %w", err)
-	}
+	defer pair.Close()
+	a, b := pair.Node(0), pair.Node(1)
 	if _, err := b.SpawnRegister("echo", func() gen.ProcessBehavior { return &echoActor{} }, gen.ProcessOptions{}); err != nil {
 		return 0, fmt.Errorf("spawning the echo process: %w", err)
 	}

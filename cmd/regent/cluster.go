@@ -11,7 +11,7 @@ import (
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/faultproxy"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // memberName is the registered name of the election actor on every node the
@@ -23,30 +23,22 @@ const memberName gen.Atom = "election"
 type member struct {
 	leader.Actor
 	opts leader.Options
+	// confirm gates leadership (--confirm-file); nil confirms every election.
+	confirm func() (bool, error)
 }
 
 func (m *member) Init(...any) (leader.Options, error) { return m.opts, nil }
 func (m *member) HandleBecomeLeader() error           { return nil }
 func (m *member) HandleBecomeFollower(gen.PID) error  { return nil }
+
+func (m *member) HandleConfirmLeader() (bool, error) {
+	if m.confirm == nil {
+		return true, nil
+	}
+	return m.confirm()
+}
 func memberFactory(o leader.Options) gen.ProcessFactory {
 	return func() gen.ProcessBehavior { return &member{opts: o} }
-}
-
-// startLoopbackNode starts a node listening on a free 127.0.0.1 port, with
-// the election's wire types registered.
-func startLoopbackNode(name gen.Atom, cookie string, level gen.LogLevel) (gen.Node, error) {
-	n, err := node.Start(name, gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: cookie, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: level},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("starting node %s: %w", name, err)
-	}
-	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		n.StopForce()
-		return nil, fmt.Errorf("registering the election's types on %s: %w", name, err)
-	}
-	return n, nil
 }
 
 // spawnMember starts a member registered as name on n, retrying while a
@@ -73,35 +65,45 @@ func spawnMember(ctx context.Context, n gen.Node, name gen.Atom, o leader.Option
 // driven from one goroutine (the demo's or the benchmark's schedule).
 type localCluster struct {
 	cookie string
-	level  gen.LogLevel
+	log    gen.LogOptions // the nodes' runtime log; zero: errors only, to stderr
 	opts   leader.Options // template: Bootstrap and OnTransition are filled per member
 	mesh   *faultproxy.Mesh
 	rec    *recorder
 
 	names []gen.Atom
-	nodes []gen.Node // nil while a node is down
+	nodes *loopback.Cluster // nil until startNodes
 	pids  []gen.PID
 }
 
-// newLocalCluster names size nodes prefix1..prefixN; nothing runs until start.
+// newLocalCluster names size nodes prefix1..prefixN, with a random cookie;
+// nothing runs until start.
 func newLocalCluster(size int, prefix string, opts leader.Options, withMesh bool, rec *recorder) *localCluster {
-	c := &localCluster{cookie: "regent-local", level: gen.LogLevelError, opts: opts, rec: rec,
-		nodes: make([]gen.Node, size), pids: make([]gen.PID, size)}
-	for i := 0; i < size; i++ {
-		c.names = append(c.names, gen.Atom(fmt.Sprintf("%s%d@127.0.0.1", prefix, i+1)))
-	}
+	c := &localCluster{cookie: loopback.RandomCookie(), opts: opts, rec: rec,
+		names: loopback.Names(prefix, size), pids: make([]gen.PID, size)}
 	if withMesh {
 		c.mesh = faultproxy.New(faultproxy.Options{HoldDials: true})
 	}
 	return c
 }
 
+// startNodes starts every node, routed to every other.
+func (c *localCluster) startNodes() error {
+	o := loopback.Options{Cookie: c.cookie, Log: c.log}
+	if c.mesh != nil {
+		o.Mesh = c.mesh
+	}
+	nodes, err := loopback.Start(c.names, o)
+	if err != nil {
+		return err
+	}
+	c.nodes = nodes
+	return nil
+}
+
 // start starts every node, then every member.
 func (c *localCluster) start(ctx context.Context) error {
-	for i := range c.names {
-		if err := c.startNode(i); err != nil {
-			return err
-		}
+	if err := c.startNodes(); err != nil {
+		return err
 	}
 	for i := range c.names {
 		if err := c.spawn(ctx, i); err != nil {
@@ -111,62 +113,17 @@ func (c *localCluster) start(ctx context.Context) error {
 	return nil
 }
 
-// route returns where from dials to.
-func (c *localCluster) route(from, to int) string {
-	if c.mesh != nil {
-		return c.mesh.Route(c.names[from], c.names[to])
-	}
-	if c.nodes[to] == nil {
-		return ""
-	}
-	return c.nodes[to].Network().AcceptorAddress()
-}
-
-// startNode starts node i and routes it to and from every other node.
-func (c *localCluster) startNode(i int) error {
-	n, err := startLoopbackNode(c.names[i], c.cookie, c.level)
-	if err != nil {
-		return err
-	}
-	c.nodes[i] = n
-	if c.mesh != nil {
-		if err := c.mesh.Add(c.names[i], n.Network().AcceptorAddress()); err != nil {
-			return fmt.Errorf("adding %s to the mesh: %w", c.names[i], err)
-		}
-	}
-	for j := range c.names {
-		if j == i {
-			continue
-		}
-		if r := c.route(i, j); r != "" {
-			if err := n.Network().AddRoute(c.names[j], r); err != nil {
-				return fmt.Errorf("route %s→%s: %w", c.names[i], c.names[j], err)
-			}
-		}
-		if c.nodes[j] != nil {
-			if r := c.route(j, i); r != "" {
-				if err := c.nodes[j].Network().AddRoute(c.names[i], r); err != nil {
-					return fmt.Errorf("route %s→%s: %w", c.names[j], c.names[i], err)
-				}
-			}
-		}
-	}
-	return nil
-}
+// node is node i, nil while it is down.
+func (c *localCluster) node(i int) gen.Node { return c.nodes.Node(i) }
 
 // spawn starts member i, bootstrapped with every other member.
 func (c *localCluster) spawn(ctx context.Context, i int) error {
 	o := c.opts
-	o.Bootstrap = nil
-	for j, name := range c.names {
-		if j != i {
-			o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: memberName, Node: name})
-		}
-	}
+	o.Bootstrap = c.nodes.Peers(memberName, i)
 	if c.rec != nil {
 		o.OnTransition = c.rec.record
 	}
-	pid, err := spawnMember(ctx, c.nodes[i], memberName, o)
+	pid, err := spawnMember(ctx, c.node(i), memberName, o)
 	if err != nil {
 		return err
 	}
@@ -176,11 +133,7 @@ func (c *localCluster) spawn(ctx context.Context, i int) error {
 
 // stopNode kills node i abruptly (StopForce): peers see ErrNoConnection.
 func (c *localCluster) stopNode(i int) {
-	if c.nodes[i] == nil {
-		return
-	}
-	c.nodes[i].StopForce()
-	c.nodes[i] = nil
+	c.nodes.Kill(i)
 	if c.rec != nil {
 		c.rec.forget(c.pids[i])
 	}
@@ -188,7 +141,7 @@ func (c *localCluster) stopNode(i int) {
 
 // killMember kills member i's process only; peers see its real reason.
 func (c *localCluster) killMember(i int) error {
-	if err := c.nodes[i].Kill(c.pids[i]); err != nil {
+	if err := c.node(i).Kill(c.pids[i]); err != nil {
 		return fmt.Errorf("killing %s on %s: %w", c.pids[i], c.names[i], err)
 	}
 	if c.rec != nil {
@@ -199,10 +152,8 @@ func (c *localCluster) killMember(i int) error {
 
 // restart brings node i back (if down) and respawns its member.
 func (c *localCluster) restart(ctx context.Context, i int) error {
-	if c.nodes[i] == nil {
-		if err := c.startNode(i); err != nil {
-			return err
-		}
+	if err := c.nodes.Restart(i); err != nil {
+		return err
 	}
 	return c.spawn(ctx, i)
 }
@@ -213,52 +164,35 @@ func (c *localCluster) index(pid gen.PID) int {
 }
 
 // live lists the indexes of running nodes.
-func (c *localCluster) live() []int {
-	var out []int
-	for i, n := range c.nodes {
-		if n != nil {
-			out = append(out, i)
-		}
-	}
-	return out
-}
+func (c *localCluster) live() []int { return c.nodes.Live() }
 
 // short is the node name of member i without the host, for logs.
 func (c *localCluster) short(i int) string {
 	return shortNode(c.names[i])
 }
 
-// counter sums an integer inspection key over the live members other than
-// except (-1: all).
-func (c *localCluster) counter(key string, except int) uint64 {
+// electionsStarted sums the elections started by the live members other
+// than except (-1: all).
+func (c *localCluster) electionsStarted(except int) uint64 {
 	var sum uint64
 	for _, i := range c.live() {
 		if i == except {
 			continue
 		}
-		in, err := c.nodes[i].Inspect(c.pids[i], key)
+		in, err := leader.ReadInspection(c.node(i), c.pids[i], "ergo:elections_started")
 		if err != nil {
 			continue // the member is restarting; its counter restarts too
 		}
-		var v uint64
-		if _, err := fmt.Sscan(in[key], &v); err == nil {
-			sum += v
-		}
+		sum += in.ElectionsStarted
 	}
 	return sum
 }
 
 // stop stops every node and the mesh.
 func (c *localCluster) stop() error {
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
-		if n != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); n.Stop() }()
-			c.nodes[i] = nil
-		}
+	if c.nodes != nil {
+		c.nodes.Close()
 	}
-	wg.Wait()
 	if c.mesh != nil {
 		return c.mesh.Close()
 	}
@@ -268,7 +202,7 @@ func (c *localCluster) stop() error {
 // view is what one member last reported: whom it follows at which term, and
 // since when it has believed that.
 type view struct {
-	role   string
+	role   leader.Role
 	term   uint64
 	leader gen.PID
 	since  time.Time
@@ -314,44 +248,23 @@ func (r *recorder) forget(pid gen.PID) {
 	delete(r.views, pid)
 }
 
-// agreement is a leader recognised by enough members.
-type agreement struct {
-	leader gen.PID
-	term   uint64
-	// at is when the last member needed for the quorum came to recognise it.
-	at time.Time
-	// members is how many recognise it.
-	members int
-}
-
 // agreed looks for a leader at a term above afterTerm, other than not,
-// recognised by at least quorum members.
-func (r *recorder) agreed(afterTerm uint64, not gen.PID, quorum int) (agreement, bool, <-chan struct{}) {
+// recognised by at least quorum members (leader.Agree over the latest views).
+func (r *recorder) agreed(afterTerm uint64, not gen.PID, quorum int) (leader.Agreement, bool, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	type key struct {
-		leader gen.PID
-		term   uint64
-	}
-	groups := map[key][]time.Time{}
-	for _, v := range r.views {
-		if v.leader == (gen.PID{}) || v.term <= afterTerm || v.leader == not {
-			continue
-		}
-		k := key{v.leader, v.term}
-		groups[k] = append(groups[k], v.since)
-	}
-	for k, times := range groups {
-		if len(times) >= quorum {
-			slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-			return agreement{leader: k.leader, term: k.term, at: times[quorum-1], members: len(times)}, true, r.changed
+	beliefs := make([]leader.Belief, 0, len(r.views))
+	for member, v := range r.views {
+		if v.term > afterTerm && v.leader != not {
+			beliefs = append(beliefs, leader.Belief{Member: member.Node, Role: v.role, Term: v.term, Leader: v.leader.Node, LeaderPID: v.leader, Since: v.since})
 		}
 	}
-	return agreement{}, false, r.changed
+	a, ok := leader.Agree(beliefs, quorum)
+	return a, ok, r.changed
 }
 
 // waitAgreed waits until agreed succeeds or ctx ends.
-func (r *recorder) waitAgreed(ctx context.Context, afterTerm uint64, not gen.PID, quorum int) (agreement, error) {
+func (r *recorder) waitAgreed(ctx context.Context, afterTerm uint64, not gen.PID, quorum int) (leader.Agreement, error) {
 	for {
 		a, ok, changed := r.agreed(afterTerm, not, quorum)
 		if ok {
@@ -360,7 +273,7 @@ func (r *recorder) waitAgreed(ctx context.Context, afterTerm uint64, not gen.PID
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return agreement{}, fmt.Errorf("waiting for %d members to agree on a leader above term %d: %w", quorum, afterTerm, ctx.Err())
+			return leader.Agreement{}, fmt.Errorf("waiting for %d members to agree on a leader above term %d: %w", quorum, afterTerm, ctx.Err())
 		}
 	}
 }

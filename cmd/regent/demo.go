@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,13 @@ Starts five members in this process on loopback TCP, prints every election as
 it happens, then on a schedule kills the leader's node, restarts it, partitions
 the cluster {3}|{2} with the leader in the minority, heals it, kills the
 leader's process and hands leadership over, printing each failover time and
-term. Serves the observer page meanwhile. Ctrl-C stops it cleanly.`
+term. Serves the observer page meanwhile. Ctrl-C stops it cleanly. Its nodes
+talk over loopback with a random cookie of their own.
+
+Examples:
+  regent demo
+  regent demo --once --step 1s --observer 127.0.0.1:0
+  regent demo --log-format json`
 
 // defaultObserver is where the demo serves its page unless told otherwise;
 // when it is taken the demo picks a free port.
@@ -30,13 +37,14 @@ const defaultObserver = "127.0.0.1:8480"
 
 // demoConfig is the demo's command line.
 type demoConfig struct {
-	size     int
-	step     time.Duration
-	once     bool
-	duration time.Duration
-	observer string
-	noColor  bool
-	verbose  bool
+	size      int
+	step      time.Duration
+	once      bool
+	duration  time.Duration
+	observer  string
+	logFormat string
+	noColor   bool
+	verbose   bool
 }
 
 func runDemo(ctx context.Context, args []string, env *environment) error {
@@ -47,9 +55,10 @@ func runDemo(ctx context.Context, args []string, env *environment) error {
 	fs.BoolVar(&cfg.once, "once", false, "exit after the schedule instead of running until Ctrl-C")
 	fs.DurationVar(&cfg.duration, "duration", 0, "exit after this long even if the schedule is not finished (0: no limit)")
 	fs.StringVar(&cfg.observer, "observer", defaultObserver, "address of the observer page (empty: none; port 0: any free port)")
+	fs.StringVar(&cfg.logFormat, "log-format", logText, "log format: `text|json` (readable lines for a terminal, or one JSON object a line)")
 	fs.BoolVar(&cfg.noColor, "no-color", false, "never color the log")
 	fs.BoolVar(&cfg.verbose, "v", false, "also print every follower's change of leader")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if cfg.size < 3 {
@@ -60,8 +69,12 @@ func runDemo(ctx context.Context, args []string, env *environment) error {
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
-	d := newDemo(cfg, newPrinter(env.stdout, cfg.noColor))
-	err := d.run(ctx)
+	p, err := newPrinter(env.stdout, cfg.logFormat, cfg.noColor)
+	if err != nil {
+		return err
+	}
+	d := newDemo(cfg, p)
+	err = d.run(ctx)
 	if stopErr := d.stop(); stopErr != nil {
 		err = errors.Join(err, stopErr)
 	}
@@ -92,31 +105,35 @@ func newDemo(cfg demoConfig, p *printer) *demo {
 	d := &demo{cfg: cfg, p: p, quorum: cfg.size/2 + 1}
 	rec := newRecorder(d.transition)
 	d.c = newLocalCluster(cfg.size, "m", leader.Options{ClusterID: "demo"}, true, rec)
+	d.c.log = p.nodeLog(gen.LogLevelError)
 	return d
 }
 
-// transition prints one member's change; it runs on that member's goroutine.
+// transition logs one member's change; it runs on that member's goroutine.
+// A new leader's line gives its votes against the quorum of its own view,
+// which may be smaller than the cluster while a dead member is still a ghost.
 func (d *demo) transition(t leader.Transition, prev view) {
 	if d.quiet.Load() {
 		return
 	}
-	who := shortNode(t.Member.Node)
-	detail := fmt.Sprintf("term %d", t.Term)
+	who := slog.String("member", shortNode(t.Member.Node))
+	term := slog.Uint64("term", t.Term)
+	role := slog.String("role", string(t.Role))
 	switch {
-	case t.Role == "leader":
-		detail += fmt.Sprintf("   votes %d/%d", t.VotesGranted, t.ViewSize)
+	case t.Role == leader.RoleLeader:
+		attrs := []slog.Attr{who, role, term, slog.Int("votes", t.VotesGranted), slog.Int("quorum", t.Quorum), slog.Int("view", t.ViewSize)}
 		if at := d.fault.Load(); at != 0 {
-			detail += fmt.Sprintf("   (+%s)", millis(t.At.Sub(time.Unix(0, at))))
+			attrs = append(attrs, slog.Duration("after", t.At.Sub(time.Unix(0, at))))
 		}
-		d.p.event(t.At, who, "LEADER", roleStyle(t.Role), detail)
-	case prev.role == "leader":
-		d.p.event(t.At, who, "STEPDOWN", styleRed, detail+"   now "+t.Role)
-	case t.Role == "candidate":
-		d.p.event(t.At, who, "CANDIDATE", roleStyle(t.Role), detail)
-	case t.Role == "follower" && d.cfg.verbose:
-		d.p.event(t.At, who, "FOLLOWER", roleStyle(t.Role), detail+"   follows "+orNone(t.Leader))
-	case t.Role != "follower" && t.Role != prev.role:
-		d.p.event(t.At, who, strings.ToUpper(t.Role), roleStyle(t.Role), detail)
+		d.p.event(t.At, "LEADER", attrs...)
+	case prev.role == leader.RoleLeader:
+		d.p.event(t.At, "STEPDOWN", who, role, term)
+	case t.Role == leader.RoleCandidate:
+		d.p.event(t.At, "CANDIDATE", who, role, term)
+	case t.Role == leader.RoleFollower && d.cfg.verbose:
+		d.p.event(t.At, "FOLLOWER", who, role, term, slog.String("follows", orNone(t.Leader)))
+	case t.Role == leader.RoleUnclustered && t.Role != prev.role:
+		d.p.event(t.At, "UNCLUSTERED", who, role, term, slog.Int("view", t.ViewSize), slog.Int("min_cluster_size", t.MinClusterSize))
 	}
 }
 
@@ -137,7 +154,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.report("cold start", first, first.at.Sub(t0))
+	d.report("cold start", first, first.At.Sub(t0))
 
 	cur := first
 	for _, f := range d.faults() {
@@ -222,7 +239,7 @@ func (d *demo) faults() []fault {
 			inject: func(i int) error {
 				d.p.say("asking %s to hand leadership over (StepDown)", d.c.short(i))
 				d.markFault()
-				return leader.StepDownLeader(d.c.nodes[i], d.c.pids[i])
+				return leader.StepDownLeader(d.c.node(i), d.c.pids[i])
 			},
 		},
 	}
@@ -230,17 +247,17 @@ func (d *demo) faults() []fault {
 
 // inflict runs one fault against cur's leader, reports the failover to a
 // majority, repairs, and waits until every member follows one leader.
-func (d *demo) inflict(ctx context.Context, cur agreement, f fault) (agreement, error) {
-	i := d.c.index(cur.leader)
+func (d *demo) inflict(ctx context.Context, cur leader.Agreement, f fault) (leader.Agreement, error) {
+	i := d.c.index(cur.LeaderPID)
 	t0 := time.Now()
 	if err := f.inject(i); err != nil {
 		return cur, err
 	}
-	next, err := d.settle(ctx, cur.term, cur.leader, d.quorum)
+	next, err := d.settle(ctx, cur.Term, cur.LeaderPID, d.quorum)
 	if err != nil {
 		return cur, err
 	}
-	d.report(f.name, next, next.at.Sub(t0))
+	d.report(f.name, next, next.At.Sub(t0))
 	if f.repair == nil {
 		return next, nil
 	}
@@ -267,7 +284,7 @@ func (d *demo) split(li int) (minority, majority []gen.Atom) {
 
 // settle waits, within settleTimeout, for quorum members to agree on a leader
 // above term other than not.
-func (d *demo) settle(ctx context.Context, term uint64, not gen.PID, quorum int) (agreement, error) {
+func (d *demo) settle(ctx context.Context, term uint64, not gen.PID, quorum int) (leader.Agreement, error) {
 	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	a, err := d.c.rec.waitAgreed(wctx, term, not, quorum)
@@ -278,20 +295,20 @@ func (d *demo) settle(ctx context.Context, term uint64, not gen.PID, quorum int)
 }
 
 // settleAll waits until every member follows one leader, at cur's term or later.
-func (d *demo) settleAll(ctx context.Context, cur agreement) (agreement, error) {
-	all, err := d.settle(ctx, cur.term-1, gen.PID{}, d.cfg.size)
+func (d *demo) settleAll(ctx context.Context, cur leader.Agreement) (leader.Agreement, error) {
+	all, err := d.settle(ctx, cur.Term-1, gen.PID{}, d.cfg.size)
 	if err != nil {
 		return cur, err
 	}
 	d.fault.Store(0)
-	d.p.say("all %d members follow %s at term %d", d.cfg.size, shortNode(all.leader.Node), all.term)
+	d.p.say("all %d members follow %s at term %d", d.cfg.size, shortNode(all.Leader), all.Term)
 	return all, nil
 }
 
-func (d *demo) report(what string, a agreement, took time.Duration) {
+func (d *demo) report(what string, a leader.Agreement, took time.Duration) {
 	d.fault.Store(0)
-	d.p.say("%s: %s leads at term %d, recognised by a majority (%d/%d) in %s",
-		what, shortNode(a.leader.Node), a.term, a.members, d.cfg.size, millis(took))
+	d.p.say("%s: %s leads at term %d, recognised by %d of the %d members (a majority) in %s",
+		what, shortNode(a.Leader), a.Term, len(a.Members), d.cfg.size, millis(took))
 }
 
 func (d *demo) markFault() {
@@ -317,10 +334,10 @@ func (d *demo) serveObserver(i int) error {
 			return fmt.Errorf("moving the observer: %w", err)
 		}
 	}
-	s, err := observer.Serve(d.c.nodes[i], addr, observer.WithSampleInterval(100*time.Millisecond))
+	s, err := observer.Serve(d.c.node(i), addr, observer.WithSampleInterval(100*time.Millisecond))
 	if err != nil && d.obs == nil && addr == defaultObserver {
 		d.p.say("%v; serving the observer on a free port instead", err)
-		s, err = observer.Serve(d.c.nodes[i], "127.0.0.1:0", observer.WithSampleInterval(100*time.Millisecond))
+		s, err = observer.Serve(d.c.node(i), "127.0.0.1:0", observer.WithSampleInterval(100*time.Millisecond))
 	}
 	if err != nil {
 		return err

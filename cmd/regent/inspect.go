@@ -7,28 +7,38 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 const inspectSynopsis = `inspect [flags] NODE
 
 Prints the state of the cluster that the member on NODE (name@host:port)
-belongs to: one row per member, read remotely from a short-lived node of this
-command's own. The other members are found through each member's declared
-peers (ergo:declared). Use --route for nodes whose names carry no port.`
+belongs to: one row per member of the view, read remotely from a short-lived
+node of this command's own. Each member is asked once, for its view and its
+inspection together, and every member found in any view is asked in turn, so
+the same cluster comes back whichever member is named. A member that cannot
+be read says why: connection refused, wrong cookie, no such host, no answer
+in time. The cookie comes from $REGENT_COOKIE or --cookie-file, as for
+regent node. Use --route for nodes whose names carry no port.
+
+Examples:
+  REGENT_COOKIE_FILE=regent.cookie regent inspect n1@127.0.0.1:4371
+  regent inspect --json --cookie-file regent.cookie n1@127.0.0.1:4371`
 
 // inspected is one member as inspect reports it.
 type inspected struct {
-	Node       gen.Atom          `json:"node"`
-	PID        string            `json:"pid,omitempty"`
+	Node gen.Atom `json:"node"`
+	PID  string   `json:"pid,omitempty"`
+	// Error is why the member could not be read, in words.
 	Error      string            `json:"error,omitempty"`
 	Inspection map[string]string `json:"inspection,omitempty"`
+	reading    leader.Inspection
 }
 
 // inspectReport is inspect's JSON output.
@@ -39,28 +49,43 @@ type inspectReport struct {
 
 func runInspect(ctx context.Context, args []string, env *environment) error {
 	var (
-		cookie, member string
-		routes         listFlag
-		asJSON         bool
-		timeout        time.Duration
+		member  string
+		net     netFlags
+		routes  listFlag
+		asJSON  bool
+		timeout time.Duration
 	)
-	fs := newFlags(env, "inspect", inspectSynopsis)
-	fs.StringVar(&cookie, "cookie", "", "the cluster's cookie (or REGENT_COOKIE)")
+	fs := newFlags(env, "inspect", inspectSynopsis).withEnv()
+	net.register(fs)
 	fs.StringVar(&member, "member", string(memberName), "registered name of the election actor")
 	fs.Var(&routes, "route", "NAME=HOST:PORT for a node whose name has no port; repeat or comma-separate")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for each member")
-	if err := fs.Parse(args); err != nil {
+	rest, err := fs.parse(args)
+	if err != nil {
 		return err
 	}
-	if err := applyEnv(fs, env); err != nil {
+	if len(rest) != 1 {
+		return usageError("give exactly one node name, e.g. regent inspect n1@127.0.0.1:4370 (got %d)", len(rest))
+	}
+	if err := net.resolve(fs.typed["cookie"]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError("give exactly one node name, e.g. n1@127.0.0.1:4370")
+	target := gen.Atom(rest[0])
+	if len(routes) == 0 {
+		if err := checkNodeName("NODE", rest[0]); err != nil {
+			return err
+		}
 	}
-	target := gen.Atom(fs.Arg(0))
-	report, err := inspectCluster(ctx, target, gen.Atom(member), cookie, routes, timeout)
+	resolved := map[gen.Atom]string{}
+	for _, r := range routes {
+		name, addr, ok := strings.Cut(r, "=")
+		if !ok {
+			return usageError("--route %q is not NAME=HOST:PORT", r)
+		}
+		resolved[gen.Atom(name)] = addr
+	}
+	report, err := inspectCluster(ctx, target, gen.Atom(member), net, resolved, timeout)
 	if err != nil {
 		return err
 	}
@@ -73,153 +98,152 @@ func runInspect(ctx context.Context, args []string, env *environment) error {
 	return printInspectTable(env, report)
 }
 
-// inspectCluster starts a node of its own, finds the member on target and
-// every member reachable through declared peers, and inspects each.
-func inspectCluster(ctx context.Context, target, member gen.Atom, cookie string, routes []string, timeout time.Duration) (inspectReport, error) {
+// inspectCluster starts a node of its own and reads the member on target
+// and every member of every view it learns of, one request each
+// (leader.ReadMember), those learnt together in parallel.
+func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (inspectReport, error) {
 	self := gen.Atom(fmt.Sprintf("regent-inspect-%d-%d@127.0.0.1", os.Getpid(), time.Now().UnixNano()%1e6))
-	n, err := node.Start(self, gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: cookie, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: gen.LogLevelError},
+	n, err := loopback.StartNode(self, loopback.Options{
+		Cookie: net.resolvedCookie,
+		Network: gen.NetworkOptions{
+			TLS: net.resolvedTLS, Routes: routes, Acceptor: gen.AcceptorOptions{Host: loopback.Host},
+			HandshakeTimeout: timeout,
+		},
 	})
 	if err != nil {
 		return inspectReport{}, fmt.Errorf("starting the inspecting node: %w", err)
 	}
 	defer n.Stop()
-	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		return inspectReport{}, fmt.Errorf("registering the election's types: %w", err)
-	}
-	for _, r := range routes {
-		name, addr, ok := strings.Cut(r, "=")
-		if !ok {
-			return inspectReport{}, usageError("--route %q is not NAME=HOST:PORT", r)
-		}
-		if err := n.Network().AddRoute(gen.Atom(name), addr); err != nil {
-			return inspectReport{}, fmt.Errorf("route %s: %w", r, err)
-		}
-	}
-	answers := make(chan leader.MessageLeaderChanged, 64)
-	probe, err := n.Spawn(func() gen.ProcessBehavior { return &probeActor{out: answers} }, gen.ProcessOptions{})
-	if err != nil {
-		return inspectReport{}, fmt.Errorf("spawning the probe: %w", err)
-	}
 
 	var report inspectReport
 	seen := map[gen.Atom]bool{target: true}
-	queue := []gen.Atom{target}
-	for len(queue) > 0 {
-		nodeName := queue[0]
-		queue = queue[1:]
-		m := inspectOne(ctx, n, probe, answers, gen.ProcessID{Name: member, Node: nodeName}, timeout)
-		report.Members = append(report.Members, m)
-		if report.Cluster == "" {
-			report.Cluster = m.Inspection["ergo:cluster"]
-		}
-		for _, peer := range splitProcessIDs(m.Inspection["ergo:declared"]) {
-			if !seen[peer.Node] {
-				seen[peer.Node] = true
-				queue = append(queue, peer.Node)
+	wave := []gen.ProcessID{{Name: member, Node: target}}
+	for len(wave) > 0 {
+		found := readAll(ctx, n, wave, timeout)
+		wave = nil
+		for _, f := range found {
+			report.Members = append(report.Members, f.inspected)
+			for _, m := range f.members {
+				if !seen[m.Node] {
+					seen[m.Node] = true
+					wave = append(wave, m.ProcessID)
+				}
 			}
 		}
 	}
-	if report.Members[0].Error != "" {
-		return report, fmt.Errorf("inspecting %s on %s: %s", member, target, report.Members[0].Error)
+	first := report.Members[0]
+	if first.Error != "" {
+		return report, fmt.Errorf("reading %s on %s: %s", member, target, first.Error)
 	}
+	report.Cluster = first.reading.Cluster
 	slices.SortFunc(report.Members, func(a, b inspected) int { return strings.Compare(string(a.Node), string(b.Node)) })
 	return report, nil
 }
 
-// inspectOne learns the PID of the member named id (by subscribing to it,
-// which answers at once) and reads its whole inspection.
-func inspectOne(ctx context.Context, n gen.Node, probe gen.PID, answers chan leader.MessageLeaderChanged, id gen.ProcessID, timeout time.Duration) inspected {
-	out := inspected{Node: id.Node}
-	if err := n.Send(id, leader.MessageSubscribe{Subscriber: probe}); err != nil {
-		out.Error = fmt.Sprintf("reaching %s: %v", id, err)
-		return out
+// readResult is one member read, with the view it reported.
+type readResult struct {
+	inspected
+	members []leader.Member
+}
+
+// readAll reads every member of ids at once and returns the results in the
+// order of ids.
+func readAll(ctx context.Context, n gen.Node, ids []gen.ProcessID, timeout time.Duration) []readResult {
+	out := make([]readResult, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { out[i] = readOne(ctx, n, id, timeout) })
 	}
-	wait := time.NewTimer(timeout)
-	defer wait.Stop()
-	var pid gen.PID
-	for pid == (gen.PID{}) {
-		select {
-		case a := <-answers:
-			if a.Member.Node == id.Node {
-				pid = a.Member
-			}
-		case <-wait.C:
-			out.Error = fmt.Sprintf("%s did not answer within %s: %v", id, timeout, gen.ErrTimeout)
-			return out
-		case <-ctx.Done():
-			out.Error = ctx.Err().Error()
-			return out
-		}
-	}
-	if err := n.Send(pid, leader.MessageUnsubscribe{Subscriber: probe}); err != nil {
-		out.Error = fmt.Sprintf("unsubscribing from %s: %v", pid, err)
-	}
-	out.PID = pid.String()
-	in, err := n.Inspect(pid)
-	if err != nil {
-		out.Error = fmt.Sprintf("inspecting %s: %v", pid, err)
-		return out
-	}
-	out.Inspection = in
+	wg.Wait()
 	return out
 }
 
-// probeActor passes the leader actors' MessageLeaderChanged answers to the
-// inspecting goroutine; the channel is buffered and a full one drops.
-type probeActor struct {
-	act.Actor
-	out chan<- leader.MessageLeaderChanged
-}
-
-func (p *probeActor) HandleMessage(_ gen.PID, message any) error {
-	if m, ok := message.(leader.MessageLeaderChanged); ok {
-		select {
-		case p.out <- m:
-		default:
-		}
+// readOne asks the member id for its view and inspection, waiting at most
+// timeout; a read still pending then ends when the inspecting node stops.
+func readOne(ctx context.Context, n gen.Node, id gen.ProcessID, timeout time.Duration) readResult {
+	out := readResult{inspected: inspected{Node: id.Node}}
+	type answer struct {
+		r   leader.MemberReading
+		err error
 	}
-	return nil
-}
-
-// splitProcessIDs parses ergo:declared: "<name@node>, <name@node>".
-func splitProcessIDs(v string) []gen.ProcessID {
-	var out []gen.ProcessID
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(part), "<"), ">")
-		name, nodeName, ok := strings.Cut(part, "@")
-		if ok && name != "" && nodeName != "" {
-			out = append(out, gen.ProcessID{Name: gen.Atom(name), Node: gen.Atom(nodeName)})
-		}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := leader.ReadMember(n, id)
+		done <- answer{r, err}
+	}()
+	wait := time.NewTimer(timeout)
+	defer wait.Stop()
+	var a answer
+	select {
+	case a = <-done:
+	case <-wait.C:
+		a.err = fmt.Errorf("no answer within --timeout %s: %w", timeout, gen.ErrTimeout)
+	case <-ctx.Done():
+		a.err = ctx.Err()
 	}
+	if a.err != nil {
+		out.Error = cause(a.err)
+		return out
+	}
+	out.PID = a.r.PID.String()
+	out.Inspection = a.r.Inspection
+	out.members = a.r.Members
+	reading, err := leader.ParseInspection(a.r.Inspection)
+	if err != nil {
+		out.Error = err.Error()
+	}
+	out.reading = reading
 	return out
 }
 
 func printInspectTable(env *environment, r inspectReport) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tTERM\tLEADER\tVIEW\tQUORUM\tPEERS\tUNREACHABLE\tLAST HEARTBEAT IN\tELECTIONS")
-	leaders := map[string]int{}
+	fmt.Fprintln(tw, "NODE\tROLE\tTERM\tLEADER\tVIEW\tQUORUM\tFLOOR\tUNREACHABLE\tLAST HEARTBEAT IN\tELECTIONS\tPROBLEM")
+	var beliefs []leader.Belief
+	answered := 0
 	for _, m := range r.Members {
-		if m.Error != "" {
-			fmt.Fprintf(tw, "%s\t(error: %s)\n", m.Node, m.Error)
+		if m.Error != "" && m.Inspection == nil {
+			fmt.Fprintf(tw, "%s\tunreadable\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", m.Node, m.Error)
 			continue
 		}
-		in := m.Inspection
-		leaders[in["ergo:leader_node"]+" at term "+in["ergo:term"]]++
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Node, in["ergo:state"], in["ergo:term"], dash(in["ergo:leader_node"]),
-			in["ergo:view_size"], in["ergo:quorum"], in["ergo:peers"], dash(in["ergo:unreachable"]), age(in["ergo:heartbeat_in_last"]), in["ergo:elections_started"])
+		answered++
+		in := m.reading
+		beliefs = append(beliefs, in.Belief(m.Node))
+		unreachable := make([]string, 0, len(in.Unreachable))
+		for _, u := range in.Unreachable {
+			unreachable = append(unreachable, fmt.Sprintf("%s (%s)", shortNode(u.Node), u.For))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\n", m.Node, in.Role, in.Term, dash(string(in.LeaderNode)),
+			in.ViewSize, in.Quorum, in.MinClusterSize, dash(strings.Join(unreachable, ", ")), age(in.HeartbeatInLast),
+			in.ElectionsStarted, m.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	beliefs := make([]string, 0, len(leaders))
-	for b, count := range leaders {
-		beliefs = append(beliefs, fmt.Sprintf("%d see leader %s", count, b))
-	}
-	slices.Sort(beliefs)
-	_, err := fmt.Fprintf(env.stdout, "\ncluster %q, %d members: %s\n", r.Cluster, len(r.Members), strings.Join(beliefs, "; "))
+	_, err := fmt.Fprintf(env.stdout, "\ncluster %q, %d members, %d read: %s\n", r.Cluster, len(r.Members), answered, agreementLine(beliefs, answered))
 	return err
+}
+
+// agreementLine says which leader the members that answered agree on
+// (leader.Agree, a majority of them needed), or what each group believes.
+func agreementLine(beliefs []leader.Belief, answered int) string {
+	if a, ok := leader.Agree(beliefs, answered/2+1); ok {
+		return fmt.Sprintf("leader %s at term %d, recognised by %d of %d", a.Leader, a.Term, len(a.Members), answered)
+	}
+	groups := map[string]int{}
+	for _, b := range beliefs {
+		who := "no leader"
+		if b.Leader != "" {
+			who = "leader " + string(b.Leader)
+		}
+		groups[fmt.Sprintf("%s at term %d", who, b.Term)]++
+	}
+	parts := make([]string, 0, len(groups))
+	for g, count := range groups {
+		parts = append(parts, fmt.Sprintf("%d see %s", count, g))
+	}
+	slices.Sort(parts)
+	return "no leader that a majority agrees on: " + strings.Join(parts, "; ")
 }
 
 func dash(s string) string {
@@ -229,10 +253,10 @@ func dash(s string) string {
 	return s
 }
 
-// age keeps the "(12ms ago)" part of a time key.
-func age(v string) string {
-	if i := strings.LastIndex(v, "("); i >= 0 {
-		return strings.TrimSuffix(v[i+1:], ")")
+// age is how long ago m happened, as the member saw it; "-" for never.
+func age(m leader.Moment) string {
+	if m.IsZero() {
+		return "-"
 	}
-	return dash(v)
+	return m.Ago.String() + " ago"
 }

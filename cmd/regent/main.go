@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 )
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, env *environment) int {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(env.stderr, "regent %s: %v\n", c.name, err)
+			fmt.Fprintf(env.stderr, "regent %s: %v\nRun 'regent %s --help' for its flags.\n", c.name, err, c.name)
 			return 2
 		default:
 			fmt.Fprintf(env.stderr, "regent %s: %v\n", c.name, err)
@@ -89,37 +90,128 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
-// newFlags makes a flag set whose --help prints synopsis and the flags to stdout.
-func newFlags(env *environment, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet("regent "+name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.stdout, "Usage: regent %s\n\n%s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(env.stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(env.stderr)
-	}
-	return fs
+// flagSet is a subcommand's flags: flags may come before, between and after
+// the positional arguments, --help prints the synopsis and every flag, and
+// every mistake is a usage error that names the flag as typed (--name).
+type flagSet struct {
+	*flag.FlagSet
+	env      *environment
+	name     string
+	synopsis string
+	// fromEnv: flags not given on the command line are read from
+	// REGENT_<FLAG> (upper case, dashes as underscores).
+	fromEnv bool
+	// typed is the set of flags given on the command line, set by parse.
+	typed map[string]bool
 }
 
-// applyEnv sets every flag not given on the command line from REGENT_<NAME>
-// (upper case, dashes as underscores) when that variable is set.
-func applyEnv(fs *flag.FlagSet, env *environment) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+// newFlags makes the flag set of subcommand name; synopsis is its usage
+// line(s), a blank line and its description.
+func newFlags(env *environment, name, synopsis string) *flagSet {
+	fs := flag.NewFlagSet("regent "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, help is printed by parse
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, env: env, name: name, synopsis: synopsis}
+}
+
+// withEnv makes parse read unset flags from the environment.
+func (f *flagSet) withEnv() *flagSet {
+	f.fromEnv = true
+	return f
+}
+
+// parse reads args and returns the positional arguments. Everything after
+// "--" is positional. --help (or -h) prints the help to stdout and returns
+// flag.ErrHelp.
+func (f *flagSet) parse(args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.printHelp()
+				return nil, err
+			}
+			return nil, usageError("%s", dashed(err.Error()))
+		}
+		rest := f.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	f.typed = map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { f.typed[fl.Name] = true })
+	if f.fromEnv {
+		if err := f.applyEnv(); err != nil {
+			return nil, err
+		}
+	}
+	return positional, nil
+}
+
+// flagName matches a flag as the flag package writes it in errors: -name.
+var flagName = regexp.MustCompile(`(^|[\s:])-([a-z][a-z0-9-]*)`)
+
+// dashed rewrites the flag package's "-name" into the "--name" users type.
+func dashed(msg string) string { return flagName.ReplaceAllString(msg, "$1--$2") }
+
+// parseNoArgs parses a command that takes flags only.
+func parseNoArgs(fs *flagSet, args []string) error {
+	rest, err := fs.parse(args)
+	if err == nil && len(rest) > 0 {
+		err = usageError("unexpected arguments %q", rest)
+	}
+	return err
+}
+
+// envName is the environment variable that may set flag name.
+func envName(name string) string {
+	return "REGENT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, when that is set.
+func (f *flagSet) applyEnv() error {
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+	f.VisitAll(func(fl *flag.Flag) {
+		if f.typed[fl.Name] || err != nil {
 			return
 		}
-		key := "REGENT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := env.getenv(key); v != "" {
-			if setErr := fs.Set(f.Name, v); setErr != nil {
-				err = usageError("%s=%q: %v", key, v, setErr)
+		key := envName(fl.Name)
+		if v := f.env.getenv(key); v != "" {
+			if setErr := f.Set(fl.Name, v); setErr != nil {
+				err = usageError("%s=%q (for --%s): %v", key, v, fl.Name, setErr)
 			}
 		}
 	})
 	return err
+}
+
+// printHelp writes the synopsis and the flags, each with its default and,
+// for commands that read the environment, its variable.
+func (f *flagSet) printHelp() {
+	w := f.env.stdout
+	fmt.Fprintf(w, "Usage: regent %s\n\nFlags:\n", f.synopsis)
+	f.VisitAll(func(fl *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(fl)
+		line := "  --" + fl.Name
+		if kind != "" {
+			line += " " + strings.ToUpper(kind)
+		}
+		text := usage
+		if fl.DefValue != "" && fl.DefValue != "0" && fl.DefValue != "false" && fl.DefValue != "0s" {
+			text += fmt.Sprintf(" (default %s)", fl.DefValue)
+		}
+		if f.fromEnv {
+			text += fmt.Sprintf(" [$%s]", envName(fl.Name))
+		}
+		fmt.Fprintf(w, "%s\n        %s\n", line, text)
+	})
 }
 
 // listFlag is a flag of comma-separated values that may also be repeated.

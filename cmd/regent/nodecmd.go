@@ -2,116 +2,215 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
 	"github.com/regent-go/regent/observer"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 const nodeSynopsis = `node --name NAME@HOST:PORT [--join PEER@HOST:PORT,...] [flags]
 
 Runs one election member as this OS process, on a node listening at the port
-in its name. Start several with the same --cookie and --cluster, each joining
+in its name. Start several with the same cookie and --cluster, each joining
 the others, to form a cluster across terminals or hosts. Logs every change of
-role. Every flag may also come from REGENT_<FLAG> in the environment (dashes as
-underscores), e.g. REGENT_NAME, REGENT_COOKIE, REGENT_CLUSTER, REGENT_JOIN
-(comma-separated); the command line wins.`
+role, and warns about a --join peer it cannot reach, saying why. Every flag
+may also come from the environment variable shown beside it; the command line
+wins. The cookie is required: give it as $REGENT_COOKIE or in a file
+(--cookie-file), not as --cookie, which every user of the machine can read in
+ps.
+
+The observer (--observer) has no authentication: anyone who reaches its
+address reads the cluster's state. Bind it to 127.0.0.1 or another trusted
+address, never to a public interface.
+
+Examples:
+  REGENT_COOKIE_FILE=regent.cookie regent node --name n1@127.0.0.1:4371 --join n2@127.0.0.1:4372,n3@127.0.0.1:4373
+  regent node --name n1@127.0.0.1:4371 --cookie-file regent.cookie --tls-cert n1.pem --tls-key n1.key --tls-ca ca.pem --join n2@127.0.0.1:4372
+  regent node --name n1@127.0.0.1:4371 --cookie-file regent.cookie --state-file n1.state --observer 127.0.0.1:8481`
+
+// nodeConfig is regent node's command line.
+type nodeConfig struct {
+	name, cluster, member string
+	join                  listFlag
+	net                   netFlags
+	opts                  leader.Options // the fields the flags below fill
+	minSize               int
+	eMin, eMax, heartbeat msFlag
+	ghostTTL, preferFor   msFlag
+	confirmEvery          msFlag
+	evidence, prefer      string
+	confirmFile           string
+	observer              string
+	mcpStdio, noColor     bool
+	logLevel, logFormat   string
+}
+
+func (c *nodeConfig) register(fs *flagSet) {
+	fs.StringVar(&c.name, "name", "", "this node's `NAME@HOST:PORT`; it listens at that port, and peers dial it there (required)")
+	c.net.register(fs)
+	fs.StringVar(&c.cluster, "cluster", "regent", "cluster `ID` (leader.Options.ClusterID); every member of a cluster uses the same")
+	fs.Var(&c.join, "join", "`PEERS` to join, name@host:port, comma-separated or repeated; may name this node too (Options.Bootstrap)")
+	fs.StringVar(&c.member, "member", string(memberName), "registered `NAME` of the election actor on every node")
+	fs.IntVar(&c.minSize, "min-size", 0, "smallest view that may have a leader, in `MEMBERS` (MinClusterSize; 0: the default, 3): keep it above half the cluster")
+	fs.Var(&c.eMin, "election-min", "least wait before a follower campaigns, in `MS` or a duration such as 1.5s (ElectionTimeoutMin; default 150)")
+	fs.Var(&c.eMax, "election-max", "most wait before a follower campaigns, in `MS` (ElectionTimeoutMax; default 300, or twice --election-min)")
+	fs.Var(&c.heartbeat, "heartbeat", "how often a leader asserts itself, in `MS` (HeartbeatInterval; default 50)")
+	fs.Var(&c.ghostTTL, "ghost-ttl", "how long a peer whose connection dropped stays in the view, in `MS` (GhostTTL; default 5000)")
+	fs.BoolVar(&c.opts.DisablePreVote, "no-prevote", false, "turn off PreVote and leader stickiness")
+	fs.StringVar(&c.evidence, "evidence", "replies", "what proves a leader still reaches a peer: `replies|contact` (acknowledgements, or any traffic as the leader document says)")
+	fs.BoolVar(&c.opts.DisableFastFailover, "no-fast-failover", false, "do not campaign early when the leader is reported down")
+	fs.StringVar(&c.prefer, "prefer", "none", "preferred leader: `none|oldest|highest-id` (earliest start, or highest node name)")
+	fs.Var(&c.preferFor, "prefer-stable-for", "how long a more-preferred member must answer steadily before leadership moves to it, in `MS` (PreferStableFor; default twice --election-max)")
+	fs.StringVar(&c.confirmFile, "confirm-file", "", "lead only while this `FILE` exists (HandleConfirmLeader): remove it to keep this node from leading")
+	fs.Var(&c.confirmEvery, "confirm-interval", "with --confirm-file, re-check it every `MS` while leading and step down when it is gone (ConfirmInterval; 0: at election only)")
+	fs.StringVar(&c.opts.SameHost, "same-host", "", "`PATH` of the same-host cell shared by this cluster's members on this host (SameHost)")
+	fs.StringVar(&c.opts.StateFile, "state-file", "", "keep the term and vote in this `FILE` across restarts (StateFile); without it a restarted member may vote twice in a term")
+	fs.StringVar(&c.observer, "observer", "", "serve the observer page, /api, /metrics and /mcp at `HOST:PORT`; it has no authentication, so bind it to a trusted address such as 127.0.0.1:8481 (empty: none)")
+	fs.BoolVar(&c.mcpStdio, "mcp-stdio", false, "serve the observer's MCP tools on stdin/stdout (the log moves to stderr)")
+	fs.StringVar(&c.logLevel, "log-level", "warning", "runtime log `LEVEL`: trace, debug, info, warning, error, disabled (role changes are always logged)")
+	fs.StringVar(&c.logFormat, "log-format", logText, "log format: `text|json` (readable lines for a terminal, or one JSON object a line)")
+	fs.BoolVar(&c.noColor, "no-color", false, "never color the log")
+}
+
+// options completes the leader.Options from the flags.
+func (c *nodeConfig) options() (leader.Options, error) {
+	o := c.opts
+	o.ClusterID = c.cluster
+	o.MinClusterSize = c.minSize
+	o.ElectionTimeoutMin, o.ElectionTimeoutMax, o.HeartbeatInterval = int(c.eMin), int(c.eMax), int(c.heartbeat)
+	o.GhostTTL, o.PreferStableFor, o.ConfirmInterval = int(c.ghostTTL), int(c.preferFor), int(c.confirmEvery)
+	if c.minSize < 0 {
+		return o, usageError("--min-size %d: must be 1 or more (0 takes the default)", c.minSize)
+	}
+	switch c.evidence {
+	case "replies":
+		o.Evidence = leader.EvidenceReplies
+	case "contact":
+		o.Evidence = leader.EvidenceContact
+	default:
+		return o, usageError("--evidence %q: want replies or contact", c.evidence)
+	}
+	switch c.prefer {
+	case "none":
+	case "oldest":
+		o.Prefer = leader.Preference{Kind: leader.PreferOldest}
+	case "highest-id":
+		o.Prefer = leader.Preference{Kind: leader.PreferHighestID}
+	default:
+		return o, usageError("--prefer %q: want none, oldest or highest-id", c.prefer)
+	}
+	if c.confirmEvery > 0 && c.confirmFile == "" {
+		return o, usageError("--confirm-interval needs --confirm-file: without a gate there is nothing to re-check")
+	}
+	for _, peer := range c.join {
+		if err := checkNodeName("--join", peer); err != nil {
+			return o, err
+		}
+		if peer != c.name {
+			o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: gen.Atom(c.member), Node: gen.Atom(peer)})
+		}
+	}
+	return o, nil
+}
+
+// optionFlags maps the leader.Options fields that errors from Init may
+// name to the flags that set them.
+var optionFlags = strings.NewReplacer(
+	"ElectionTimeoutMin", "--election-min", "ElectionTimeoutMax", "--election-max",
+	"HeartbeatInterval", "--heartbeat", "GhostTTL", "--ghost-ttl", "MinClusterSize", "--min-size",
+	"PreferStableFor", "--prefer-stable-for", "ConfirmInterval", "--confirm-interval",
+	"ClusterID", "--cluster", "StateFile", "--state-file", "SameHost", "--same-host",
+)
 
 func runNode(ctx context.Context, args []string, env *environment) error {
-	var (
-		name, cookie, cluster, member, obsAddr, logLevel string
-		join                                             listFlag
-		minSize, eMin, eMax, heartbeat                   int
-		mcpStdio, noColor                                bool
-	)
-	fs := newFlags(env, "node", nodeSynopsis)
-	fs.StringVar(&name, "name", "", "node name, name@host:port (required)")
-	fs.StringVar(&cookie, "cookie", "", "shared secret of the cluster's nodes (required)")
-	fs.StringVar(&cluster, "cluster", "regent", "cluster ID")
-	fs.Var(&join, "join", "peer node names to join, comma-separated or repeated")
-	fs.StringVar(&member, "member", string(memberName), "registered name of the election actor on every node")
-	fs.IntVar(&minSize, "min-size", 0, "MinClusterSize (0: the default, 3)")
-	fs.IntVar(&eMin, "election-min", 0, "ElectionTimeoutMin in ms (0: default 150)")
-	fs.IntVar(&eMax, "election-max", 0, "ElectionTimeoutMax in ms (0: default 300)")
-	fs.IntVar(&heartbeat, "heartbeat", 0, "HeartbeatInterval in ms (0: default 50)")
-	fs.StringVar(&obsAddr, "observer", "", "serve the observer page, /metrics and /mcp at this address (empty: none)")
-	fs.BoolVar(&mcpStdio, "mcp-stdio", false, "serve the observer's MCP tools on stdin/stdout (the log moves to stderr)")
-	fs.StringVar(&logLevel, "log-level", "warning", "runtime log level: trace, debug, info, warning, error, disabled")
-	fs.BoolVar(&noColor, "no-color", false, "never color the log")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := applyEnv(fs, env); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected arguments %q", fs.Args())
-	}
-	if name == "" || !strings.Contains(name, "@") {
-		return usageError("--name (or REGENT_NAME) must be name@host:port, got %q", name)
-	}
-	if cookie == "" {
-		return usageError("--cookie (or REGENT_COOKIE) is required")
-	}
-	level, err := parseLevel(logLevel)
+	var c nodeConfig
+	fs := newFlags(env, "node", nodeSynopsis).withEnv()
+	c.register(fs)
+	rest, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-
+	if len(rest) > 0 {
+		return usageError("unexpected arguments %q (flags take --name=value or --name value)", rest)
+	}
+	if c.name == "" {
+		return usageError("--name (or $REGENT_NAME) is required: name@host:port")
+	}
+	if err := checkNodeName("--name", c.name); err != nil {
+		return err
+	}
+	if err := c.net.resolve(fs.typed["cookie"]); err != nil {
+		return err
+	}
+	level, err := parseLevel(c.logLevel)
+	if err != nil {
+		return err
+	}
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
 	logOut := env.stdout
-	if mcpStdio {
+	if c.mcpStdio {
 		logOut = env.stderr
 	}
-	p := newPrinter(logOut, noColor)
-	n, err := node.Start(gen.Atom(name), gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: cookie},
-		Log:     gen.LogOptions{Level: level},
+	p, err := newPrinter(logOut, c.logFormat, c.noColor)
+	if err != nil {
+		return err
+	}
+	for _, w := range c.net.warnings() {
+		p.warn("%s", w)
+	}
+	p.say("%s", c.net.notice())
+
+	n, err := loopback.StartNode(gen.Atom(c.name), loopback.Options{
+		Cookie:  c.net.resolvedCookie,
+		Network: gen.NetworkOptions{TLS: c.net.resolvedTLS},
+		Log:     p.nodeLog(level),
 	})
 	if err != nil {
-		return fmt.Errorf("starting node %s: %w", name, err)
+		return err
 	}
 	defer n.Stop()
-	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		return fmt.Errorf("registering the election's types: %w", err)
-	}
-	opts := leader.Options{ClusterID: cluster, MinClusterSize: minSize,
-		ElectionTimeoutMin: eMin, ElectionTimeoutMax: eMax, HeartbeatInterval: heartbeat}
-	for _, peer := range join {
-		if peer != name {
-			opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: gen.Atom(member), Node: gen.Atom(peer)})
-		}
-	}
-	rec := newRecorder(func(t leader.Transition, prev view) {
-		if t.Role == prev.role && t.Leader == prev.leader && t.Term == prev.term {
-			return
-		}
-		lead := "nobody"
-		if t.Leader != (gen.PID{}) {
-			lead = string(t.Leader.Node)
-		}
-		detail := fmt.Sprintf("term %d   leader %s   view %d   quorum %d", t.Term, lead, t.ViewSize, t.Quorum)
-		p.event(t.At, shortNode(t.Member.Node), strings.ToUpper(t.Role), roleStyle(t.Role), detail)
-	})
-	opts.OnTransition = rec.record
-	pid, err := n.SpawnRegister(gen.Atom(member), memberFactory(opts), gen.ProcessOptions{})
+	opts.OnTransition = roleLogger(p)
+	gate := confirmGate(c.confirmFile)
+	pid, err := n.SpawnRegister(gen.Atom(c.member), func() gen.ProcessBehavior { return &member{opts: opts, confirm: gate} }, gen.ProcessOptions{})
 	if err != nil {
+		if errors.Is(err, gen.ErrIncorrect) {
+			return usageError("%s", optionFlags.Replace(err.Error()))
+		}
 		return fmt.Errorf("spawning the member: %w", err)
 	}
 	p.say("node %s listening on %s: member %s %s of cluster %q, joining %d peers",
-		name, n.Network().AcceptorAddress(), member, pid, cluster, len(opts.Bootstrap))
-	if obsAddr != "" {
-		s, err := observer.Serve(n, obsAddr)
+		c.name, n.Network().AcceptorAddress(), c.member, pid, c.cluster, len(opts.Bootstrap))
+	if c.observer != "" {
+		s, err := observer.Serve(n, c.observer)
 		if err != nil {
 			return err
 		}
 		defer closeAndLog(s, p)
-		p.say("observer page: %s", s.URL())
+		p.say("observer page: %s (no authentication: anyone who reaches this address can read it)", s.URL())
 	}
-	if mcpStdio {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		newJoinWatch(n, p, gen.Atom(c.member), c.cluster, opts.Bootstrap).run(watchCtx)
+	}()
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
+	if c.mcpStdio {
 		err := observer.ServeMCPStdio(ctx, n)
 		if ctx.Err() == nil {
 			return err
@@ -119,15 +218,50 @@ func runNode(ctx context.Context, args []string, env *environment) error {
 	} else {
 		<-ctx.Done()
 	}
-	p.say("stopping node %s", name)
+	p.say("stopping node %s", c.name)
 	return nil
+}
+
+// roleLogger logs every change of a member's role, term or leader, with
+// the view and the floor it is under, as the OnTransition of a member.
+func roleLogger(p *printer) func(leader.Transition) {
+	var last leader.Transition // owned by the member's goroutine, the only caller
+	return func(t leader.Transition) {
+		if t.Role == last.Role && t.Leader == last.Leader && t.Term == last.Term {
+			return
+		}
+		last = t
+		attrs := transitionAttrs(t)
+		if t.Role == leader.RoleUnclustered {
+			attrs = append(attrs, slog.String("why", fmt.Sprintf("its view of %d is below the floor of %d (--min-size)", t.ViewSize, t.MinClusterSize)))
+		}
+		p.event(t.At, strings.ToUpper(string(t.Role)), attrs...)
+	}
+}
+
+// confirmGate returns the member's HandleConfirmLeader for --confirm-file:
+// nil without one (every election is confirmed).
+func confirmGate(path string) func() (bool, error) {
+	if path == "" {
+		return nil
+	}
+	return func() (bool, error) {
+		_, err := os.Stat(path)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, os.ErrNotExist):
+			return false, nil
+		}
+		return false, fmt.Errorf("checking --confirm-file: %w", err)
+	}
 }
 
 // closeAndLog closes c and reports a failure on p: the process is ending, so
 // the error cannot change the outcome but must not vanish.
 func closeAndLog(c io.Closer, p *printer) {
 	if err := c.Close(); err != nil {
-		p.say("closing: %v", err)
+		p.warn("closing: %v", err)
 	}
 }
 
@@ -138,5 +272,30 @@ func parseLevel(s string) (gen.LogLevel, error) {
 			return l, nil
 		}
 	}
-	return 0, usageError("unknown log level %q", s)
+	return 0, usageError("--log-level %q: want trace, debug, info, warning, error or disabled", s)
+}
+
+// msFlag is a non-negative number of milliseconds, given as an integer (150)
+// or a duration (150ms, 2s).
+type msFlag int
+
+func (m *msFlag) String() string { return strconv.Itoa(int(*m)) }
+
+func (m *msFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		d, derr := time.ParseDuration(v)
+		if derr != nil {
+			return fmt.Errorf("%q is neither milliseconds nor a duration", v)
+		}
+		if d%time.Millisecond != 0 {
+			return fmt.Errorf("%q is finer than a millisecond", v)
+		}
+		n = int(d / time.Millisecond)
+	}
+	if n < 0 {
+		return fmt.Errorf("%q is negative", v)
+	}
+	*m = msFlag(n)
+	return nil
 }

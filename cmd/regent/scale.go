@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 const scaleSynopsis = `bench scale [flags]
@@ -26,7 +26,11 @@ time until every cluster has a leader recognised by a majority of its
 members (or how many have none by the deadline), then,
 over a steady window, the process's CPU time as a share of one core, heap in
 use per leader actor, network frames per second, and the elections started
-and leaderships changed during the window (the target is none).`
+and leaderships changed during the window (the target is none).
+
+Examples:
+  regent bench scale --clusters 10,100 --window 10s
+  regent bench scale --clusters 1000 --election-min 1000 --election-max 2000 --heartbeat 300`
 
 // scaleRow is one measured number of clusters.
 type scaleRow struct {
@@ -67,7 +71,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
 	var profile string
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if profile != "" {
@@ -139,36 +143,21 @@ type scaleTimings struct{ eMin, eMax, hb int }
 func measureScale(ctx context.Context, clusters, nodeCount int, window time.Duration, timings scaleTimings, prog *progress) (scaleRow, error) {
 	row := scaleRow{Clusters: clusters, Actors: clusters * nodeCount, Window: window,
 		ElectionMinMS: timings.eMin, ElectionMaxMS: timings.eMax, HeartbeatMS: timings.hb}
-	ns := make([]gen.Node, 0, nodeCount)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, n := range ns {
-			wg.Add(1)
-			go func() { defer wg.Done(); n.Stop() }()
-		}
-		wg.Wait()
-	}()
-	for i := 0; i < nodeCount; i++ {
-		n, err := startLoopbackNode(gen.Atom(fmt.Sprintf("s%d@127.0.0.1", i+1)), "regent-local", gen.LogLevelError)
-		if err != nil {
-			return row, err
-		}
-		for _, other := range ns {
-			if err := n.Network().AddRoute(other.Name(), other.Network().AcceptorAddress()); err != nil {
-				return row, fmt.Errorf("routing: %w", err)
-			}
-			if err := other.Network().AddRoute(n.Name(), n.Network().AcceptorAddress()); err != nil {
-				return row, fmt.Errorf("routing: %w", err)
-			}
-		}
-		ns = append(ns, n)
+	cluster, err := loopback.Start(loopback.Names("s", nodeCount), loopback.Options{})
+	if err != nil {
+		return row, err
 	}
+	defer cluster.Close()
+	ns := cluster.Nodes()
 	heapBefore := heapInUse()
 
 	counters := &scaleCounters{}
 	recs := make([]*recorder, clusters)
 	t0 := time.Now()
 	for k := 0; k < clusters; k++ {
+		if err := ctx.Err(); err != nil {
+			return row, err // stopped while spawning: thousands of actors take a while
+		}
 		recs[k] = newRecorder(counters.observe)
 		name := gen.Atom(fmt.Sprintf("c%d", k))
 		for i, n := range ns {

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/regent-go/regent/examples/internal/loopback"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // lease is an exclusive flock on a shared file. Each lease opens the file
@@ -189,11 +189,12 @@ func run(ctx context.Context, out io.Writer, dir string, cfg config) ([]event, e
 	}
 	log.add(event{Who: "outsider", What: "outsider-acquired"}, "holds the lease (an old deployment, say)")
 
-	nodes, err := loopback.Start(loopback.Names("conf", 3), nil)
+	c, err := loopback.Start(loopback.Names("conf", 3), loopback.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer loopback.StopAll(nodes)
+	defer c.Close()
+	nodes := c.Nodes()
 	defer log.close()
 	pids := make([]gen.PID, len(nodes))
 	for i, n := range nodes {
@@ -202,7 +203,7 @@ func run(ctx context.Context, out io.Writer, dir string, cfg config) ([]event, e
 			return nil, err
 		}
 		pids[i], err = n.SpawnRegister("member", func() gen.ProcessBehavior { return &member{lease: l, log: log} },
-			gen.ProcessOptions{}, loopback.Peers("member", nodes, n))
+			gen.ProcessOptions{}, c.Peers("member", i))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("spawning on %s: %w", n.Name(), err), l.close())
 		}
@@ -223,7 +224,7 @@ func run(ctx context.Context, out io.Writer, dir string, cfg config) ([]event, e
 		return log.snapshot(), err
 	}
 	log.add(event{Who: "outsider", What: "outsider-released"}, "lets the lease go")
-	first, term, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), cfg.settle)
+	first, term, err := c.WaitAgreed(ctx, pids, loopback.All(3), cfg.settle)
 	if err != nil {
 		return log.snapshot(), err
 	}
@@ -231,7 +232,7 @@ func run(ctx context.Context, out io.Writer, dir string, cfg config) ([]event, e
 	if err := leader.StepDownLeader(nodes[first], pids[first]); err != nil {
 		return log.snapshot(), err
 	}
-	next, term, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), cfg.settle)
+	next, term, err := c.WaitAgreed(ctx, pids, loopback.All(3), cfg.settle)
 	if err != nil {
 		return log.snapshot(), err
 	}

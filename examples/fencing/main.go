@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/regent-go/regent/examples/internal/loopback"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // writer is a member that, while it leads, writes to the resource with its
@@ -57,21 +57,22 @@ func main() {
 // the superseded leader's late write.
 func run(ctx context.Context, out io.Writer, res resource) error {
 	names := loopback.Names("f", 3)
-	nodes, err := loopback.Start(names, nil)
+	c, err := loopback.Start(names, loopback.Options{})
 	if err != nil {
 		return err
 	}
-	defer loopback.StopAll(nodes)
+	defer c.Close()
+	nodes := c.Nodes()
 	pids := make([]gen.PID, len(nodes))
 	for i, n := range nodes {
-		peers := loopback.Peers("writer", nodes, n)
+		peers := c.Peers("writer", i)
 		if pids[i], err = n.SpawnRegister("writer", func() gen.ProcessBehavior { return &writer{peers: peers} }, gen.ProcessOptions{}); err != nil {
 			return err
 		}
 	}
 	const settle = 30 * time.Second
 
-	first, _, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), settle)
+	first, _, err := c.WaitAgreed(ctx, pids, loopback.All(3), settle)
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func run(ctx context.Context, out io.Writer, res resource) error {
 	}
 	var next int
 	for {
-		if next, _, err = loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), settle); err != nil {
+		if next, _, err = c.WaitAgreed(ctx, pids, loopback.All(3), settle); err != nil {
 			return err
 		}
 		if next != first {

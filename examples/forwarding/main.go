@@ -9,9 +9,9 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/regent-go/regent/examples/internal/loopback"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // request is the work a client asks any member to do.
@@ -102,14 +102,15 @@ func client(out io.Writer, via gen.Node, pid gen.PID, text string) outcome {
 // run is the walkthrough; it returns every outcome, by phase.
 func run(ctx context.Context, out io.Writer, settle time.Duration) (map[string][]outcome, error) {
 	results := map[string][]outcome{}
-	nodes, err := loopback.Start(loopback.Names("fwd", 3), nil, request{}, reply{})
+	c, err := loopback.Start(loopback.Names("fwd", 3), loopback.Options{Types: []any{request{}, reply{}}})
 	if err != nil {
 		return nil, err
 	}
-	defer loopback.StopAll(nodes)
+	defer c.Close()
+	nodes := c.Nodes()
 	pids := make([]gen.PID, len(nodes))
 	spawn := func(i int) error {
-		peers := loopback.Peers("coordinator", nodes, nodes[i])
+		peers := c.Peers("coordinator", i)
 		pid, err := nodes[i].SpawnRegister("coordinator", func() gen.ProcessBehavior { return &coordinator{peers: peers} }, gen.ProcessOptions{})
 		pids[i] = pid
 		return err
@@ -132,7 +133,7 @@ func run(ctx context.Context, out io.Writer, settle time.Duration) (map[string][
 			return results, err
 		}
 	}
-	first, term, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), settle)
+	first, term, err := c.WaitAgreed(ctx, pids, loopback.All(3), settle)
 	if err != nil {
 		return results, err
 	}
@@ -140,14 +141,14 @@ func run(ctx context.Context, out io.Writer, settle time.Duration) (map[string][
 	ask("leader", loopback.All(3))
 
 	fmt.Fprintf(out, "3. The leader's node %s dies; the survivors elect another and requests follow it.\n", nodes[first].Name())
-	nodes[first].StopForce()
+	c.Kill(first)
 	var survivors []int
 	for i := range nodes {
 		if i != first {
 			survivors = append(survivors, i)
 		}
 	}
-	next, term, err := loopback.WaitAgreed(ctx, nodes, pids, survivors, settle)
+	next, term, err := c.WaitAgreed(ctx, pids, survivors, settle)
 	if err != nil {
 		return results, err
 	}

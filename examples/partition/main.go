@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/regent-go/regent/examples/internal/loopback"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/faultproxy"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 type member struct{ leader.Actor }
@@ -52,6 +52,7 @@ type walk struct {
 	out   io.Writer
 	cfg   config
 	mesh  *faultproxy.Mesh
+	c     *loopback.Cluster
 	nodes []gen.Node
 	pids  []gen.PID
 }
@@ -74,8 +75,8 @@ func (w *walk) say(format string, args ...any) { fmt.Fprintf(w.out, format+"\n",
 // states prints every listed member's role, term and leader.
 func (w *walk) states(members []int) {
 	for _, i := range members {
-		s, ok := loopback.Read(w.nodes[i], w.pids[i])
-		if !ok {
+		s, err := w.c.Read(i, w.pids[i])
+		if err != nil {
 			w.say("     %s: unreadable", w.name(i))
 			continue
 		}
@@ -123,21 +124,22 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 		}
 	}()
 	names := []gen.Atom{"a@127.0.0.1", "b@127.0.0.1", "c@127.0.0.1", "d@127.0.0.1", "e@127.0.0.1"}
-	nodes, err := loopback.Start(names, mesh)
+	c, err := loopback.Start(names, loopback.Options{Mesh: mesh})
 	if err != nil {
 		return r, err
 	}
-	defer loopback.StopAll(nodes)
-	w := &walk{out: out, cfg: cfg, mesh: mesh, nodes: nodes, pids: make([]gen.PID, len(nodes))}
+	defer c.Close()
+	nodes := c.Nodes()
+	w := &walk{out: out, cfg: cfg, mesh: mesh, c: c, nodes: nodes, pids: make([]gen.PID, len(nodes))}
 	for i, n := range nodes {
-		w.pids[i], err = n.SpawnRegister("member", func() gen.ProcessBehavior { return &member{} }, gen.ProcessOptions{}, loopback.Peers("member", nodes, n))
+		w.pids[i], err = n.SpawnRegister("member", func() gen.ProcessBehavior { return &member{} }, gen.ProcessOptions{}, c.Peers("member", i))
 		if err != nil {
 			return r, fmt.Errorf("spawning on %s: %w", n.Name(), err)
 		}
 	}
 	all := loopback.All(5)
 
-	l, term, err := loopback.WaitAgreed(ctx, nodes, w.pids, all, cfg.settle)
+	l, term, err := c.WaitAgreed(ctx, w.pids, all, cfg.settle)
 	if err != nil {
 		return r, err
 	}
@@ -150,11 +152,11 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	r.MajorityKept, r.MinorityLed = true, false
 	deadline := time.Now().Add(cfg.watch)
 	for time.Now().Before(deadline) {
-		if s, ok := loopback.Read(nodes[l], w.pids[l]); !ok || s.Role != "leader" || s.Term != term {
+		if s, err := c.Read(l, w.pids[l]); err != nil || s.Role != leader.RoleLeader || s.Term != term {
 			r.MajorityKept = false
 		}
 		for _, i := range minority {
-			if s, ok := loopback.Read(nodes[i], w.pids[i]); ok && s.Role == "leader" {
+			if s, err := c.Read(i, w.pids[i]); err == nil && s.Role == leader.RoleLeader {
 				r.MinorityLed = true
 			}
 		}
@@ -178,7 +180,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 
 	w.say("3. The partition heals.")
 	mesh.Heal()
-	healed, healedTerm, err := loopback.WaitAgreed(ctx, nodes, w.pids, all, cfg.settle)
+	healed, healedTerm, err := c.WaitAgreed(ctx, w.pids, all, cfg.settle)
 	if err != nil {
 		return r, err
 	}
@@ -195,7 +197,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	t0 := time.Now()
 	w.partition(cutOff, rest)
 	for {
-		if s, ok := loopback.Read(nodes[l], w.pids[l]); ok && s.Role != "leader" {
+		if s, err := c.Read(l, w.pids[l]); err == nil && s.Role != leader.RoleLeader {
 			break
 		}
 		if time.Since(t0) > cfg.settle {
@@ -209,7 +211,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	}
 	r.StepDown = time.Since(t0)
 	w.say("   %s's heartbeat tick finds fewer reachable members than its quorum: it steps down on its own after %s.", w.name(l), r.StepDown.Round(time.Millisecond))
-	next, nextTerm, err := loopback.WaitAgreed(ctx, nodes, w.pids, rest, cfg.settle)
+	next, nextTerm, err := c.WaitAgreed(ctx, w.pids, rest, cfg.settle)
 	if err != nil {
 		return r, err
 	}
@@ -219,7 +221,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 
 	w.say("5. The partition heals: the higher term wins and one leader remains.")
 	mesh.Heal()
-	final, finalTerm, err := loopback.WaitAgreed(ctx, nodes, w.pids, all, cfg.settle)
+	final, finalTerm, err := c.WaitAgreed(ctx, w.pids, all, cfg.settle)
 	if err != nil {
 		return r, err
 	}

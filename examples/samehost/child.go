@@ -11,7 +11,7 @@ import (
 	"github.com/regent-go/regent/act"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // The environment of a child: envNode selects the child role and names its
@@ -96,16 +96,12 @@ func runChild(stdin io.Reader, stdout io.Writer) error {
 // startNode starts a loopback node with the election's wire types; a name
 // with host:port listens on that port and is dialled without routes.
 func startNode(name gen.Atom) (gen.Node, error) {
-	n, err := node.Start(name, gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: cookie, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: gen.LogLevelError},
+	n, err := loopback.StartNode(name, loopback.Options{
+		Cookie:  cookie,
+		Network: gen.NetworkOptions{Acceptor: gen.AcceptorOptions{Host: loopback.Host}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("samehost: starting node %s: %w", name, err)
-	}
-	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		n.Stop()
-		return nil, fmt.Errorf("samehost: registering the election's types on %s: %w", name, err)
+		return nil, fmt.Errorf("samehost: %w", err)
 	}
 	return n, nil
 }

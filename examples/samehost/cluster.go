@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -378,28 +377,19 @@ func (c *cluster) running() []int {
 // quorum is a majority of the cluster's full size.
 func (c *cluster) quorum() int { return len(c.names)/2 + 1 }
 
-// following counts the running members that follow a live leader at a term
-// above after, by leader and term, and returns the most followed.
-func (c *cluster) following(after uint64) (leader.MessageLeaderChanged, int) {
-	type key struct {
-		leader gen.PID
-		term   uint64
-	}
-	counts := map[key]int{}
-	var best leader.MessageLeaderChanged
-	most := 0
+// following is the leader that the most running members follow at a term
+// above after (leader.Agree over their latest notifications, a dead leader's
+// left out), and how many follow it.
+func (c *cluster) following(after uint64) (leader.Agreement, int) {
+	var beliefs []leader.Belief
 	for _, i := range c.running() {
 		m, ok := c.latest[c.names[i]]
-		if !ok || m.Leader == (gen.PID{}) || m.Term <= after || c.dead[m.Leader] {
-			continue
-		}
-		k := key{m.Leader, m.Term}
-		counts[k]++
-		if counts[k] > most {
-			best, most = m, counts[k]
+		if ok && m.Term > after && !c.dead[m.Leader] {
+			beliefs = append(beliefs, m.Belief())
 		}
 	}
-	return best, most
+	a, _ := leader.Agree(beliefs, 1)
+	return a, len(a.Members)
 }
 
 // agreed reports whether every running member follows one live leader at a
@@ -420,19 +410,17 @@ func (c *cluster) index(n gen.Atom) int {
 }
 
 // inspect reads keys of running member i through its latest known PID.
-func (c *cluster) inspect(i int, keys ...string) (map[string]string, error) {
+func (c *cluster) inspect(i int, keys ...string) (leader.Inspection, error) {
 	m, ok := c.latest[c.names[i]]
 	if !ok {
-		return nil, fmt.Errorf("samehost: no PID known for %s: %w", c.names[i], gen.ErrProcessUnknown)
+		return leader.Inspection{}, fmt.Errorf("samehost: no PID known for %s: %w", c.names[i], gen.ErrProcessUnknown)
 	}
-	out, err := c.node.Inspect(m.Member, keys...)
+	in, err := leader.ReadInspection(c.node, m.Member, keys...)
 	if err != nil {
-		return nil, fmt.Errorf("samehost: inspecting %s: %w", c.names[i], err)
+		return leader.Inspection{}, fmt.Errorf("samehost: inspecting %s: %w", c.names[i], err)
 	}
-	return out, nil
+	return in, nil
 }
-
-var holderField = regexp.MustCompile(`\bholder=(\d+)\b`)
 
 // holder reads the OS PID recorded in the cell as member i sees it (0: none).
 func (c *cluster) holder(i int) (int, error) {
@@ -440,15 +428,10 @@ func (c *cluster) holder(i int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	m := holderField.FindStringSubmatch(in["ergo:same_host"])
-	if m == nil {
-		return 0, fmt.Errorf("samehost: %s: ergo:same_host is %q: %w", c.names[i], in["ergo:same_host"], gen.ErrMalformed)
+	if !in.SameHost.Enabled {
+		return 0, fmt.Errorf("samehost: %s runs without a same-host cell: %w", c.names[i], gen.ErrIncorrect)
 	}
-	pid, err := strconv.Atoi(m[1])
-	if err != nil {
-		return 0, fmt.Errorf("samehost: %s: holder PID %q: %w", c.names[i], m[1], gen.ErrMalformed)
-	}
-	return pid, nil
+	return in.SameHost.Holder, nil
 }
 
 // ownerOf returns the member whose process has OS PID pid, -1 when none runs.
@@ -461,17 +444,10 @@ func (c *cluster) ownerOf(pid int) int {
 	return -1
 }
 
-// counter reads one numeric inspection key of running member i.
-func (c *cluster) counter(i int, key string) (uint64, error) {
-	in, err := c.inspect(i, key)
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseUint(in[key], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("samehost: %s: %s is %q: %w", c.names[i], key, in[key], gen.ErrMalformed)
-	}
-	return v, nil
+// electionsStarted reads how many elections running member i has started.
+func (c *cluster) electionsStarted(i int) (uint64, error) {
+	in, err := c.inspect(i, "ergo:elections_started")
+	return in.ElectionsStarted, err
 }
 
 // framesOut reads member i's node's FramesOut through its stats helper.

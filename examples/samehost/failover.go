@@ -26,9 +26,9 @@ type round struct {
 }
 
 // settledLeader waits until every running member follows one leader and returns it.
-func (c *cluster) settledLeader() (leader.MessageLeaderChanged, error) {
+func (c *cluster) settledLeader() (leader.Agreement, error) {
 	if _, err := c.await(func() bool { return c.agreed(0) }, nil); err != nil {
-		return leader.MessageLeaderChanged{}, fmt.Errorf("samehost: waiting for an agreed leader: %w", err)
+		return leader.Agreement{}, fmt.Errorf("samehost: waiting for an agreed leader: %w", err)
 	}
 	m, _ := c.following(0)
 	return m, nil
@@ -58,7 +58,7 @@ func (c *cluster) read(members []int) (counters, error) {
 		if err != nil {
 			return counters{}, err
 		}
-		s, err := c.counter(i, "ergo:elections_started")
+		s, err := c.electionsStarted(i)
 		if err != nil {
 			return counters{}, err
 		}
@@ -77,8 +77,8 @@ func (c *cluster) failover() (round, error) {
 	if err != nil {
 		return round{}, err
 	}
-	victim := c.index(lead.LeaderNode)
-	r := round{Killed: lead.LeaderNode, OldTerm: lead.Term}
+	victim := c.index(lead.Leader)
+	r := round{Killed: lead.Leader, OldTerm: lead.Term}
 	if c.cfg.shortcut {
 		h, err := c.cellHolder(victim)
 		if err != nil {
@@ -146,7 +146,7 @@ func (c *cluster) failover() (round, error) {
 	}
 
 	next, _ := c.following(lead.Term)
-	r.NewLeader, r.NewTerm = next.LeaderNode, next.Term
+	r.NewLeader, r.NewTerm = next.Leader, next.Term
 	r.ClaimedLead = r.NewHolder != "" && r.NewHolder == r.NewLeader
 	r.Campaigns = after.started - before.started
 	if c.cfg.shortcut {

@@ -107,9 +107,9 @@ func run(ctx context.Context, out io.Writer, cfg config) (rep report, err error)
 	if err != nil {
 		return rep, err
 	}
-	rep.FirstLeader = lead.LeaderNode
+	rep.FirstLeader = lead.Leader
 	if cfg.shortcut {
-		h, err := c.cellHolder(c.index(lead.LeaderNode))
+		h, err := c.cellHolder(c.index(lead.Leader))
 		if err != nil {
 			return rep, err
 		}
@@ -121,7 +121,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (rep report, err error)
 	} else {
 		n.say("no same-host cell: every member may start elections")
 	}
-	n.say("%s leads at term %d, followed by all %d members", lead.LeaderNode, lead.Term, len(c.running()))
+	n.say("%s leads at term %d, followed by all %d members", lead.Leader, lead.Term, len(c.running()))
 
 	for k := range cfg.rounds {
 		r, err := c.failover()
@@ -139,8 +139,11 @@ func run(ctx context.Context, out io.Writer, cfg config) (rep report, err error)
 		if r.KilledHeld {
 			n.say("round %d: %s seen holding the cell %s after the kill (the first survivor to tick claims it)", k+1, r.NewHolder, r.Claim.Round(time.Millisecond))
 		}
-		n.say("round %d: %s leads at term %d (was %d): followed by a majority %s after the kill, by every survivor after %s; %d election(s) started, %d frames sent",
+		n.say("round %d: %s won the election: it leads at term %d (was %d), followed by a majority %s after the kill, by every survivor after %s; %d election(s) started, %d frames sent",
 			k+1, r.NewLeader, r.NewTerm, r.OldTerm, r.Failover.Round(time.Millisecond), r.Settled.Round(time.Millisecond), r.Campaigns, r.Frames)
+		if r.KilledHeld && !r.ClaimedLead {
+			n.say("round %d: the winner %s is not %s, the survivor first seen holding the cell", k+1, r.NewLeader, r.NewHolder)
+		}
 		if cfg.shortcut {
 			n.say("round %d: %s, the lowest live PID, holds the cell", k+1, r.FinalHolder)
 		}

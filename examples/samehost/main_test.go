@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -26,13 +27,15 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// walkthrough runs the program's walkthrough and returns its report and its one round.
-func walkthrough(t *testing.T, shortcut bool) (report, round) {
+// walkthrough runs the program's walkthrough and returns its report, its
+// one round and what it printed.
+func walkthrough(t *testing.T, shortcut bool) (report, round, string) {
 	t.Helper()
-	rep, err := run(context.Background(), io.Discard, testConfig(shortcut))
+	var out bytes.Buffer
+	rep, err := run(context.Background(), &out, testConfig(shortcut))
 	require.NoError(t, err)
 	require.Len(t, rep.Rounds, 1)
-	return rep, rep.Rounds[0]
+	return rep, rep.Rounds[0], out.String()
 }
 
 // testConfig is three members and one kill, with a generous bound on every
@@ -54,7 +57,7 @@ func requireCleanStop(t *testing.T, rep report) {
 }
 
 func TestWalkthroughWithTheShortcut(t *testing.T) {
-	rep, r := walkthrough(t, true)
+	rep, r, out := walkthrough(t, true)
 
 	t.Run("the member with the lowest PID holds the cell and is the first leader", func(t *testing.T) {
 		assert.NotEmpty(t, rep.FirstHolder)
@@ -74,13 +77,22 @@ func TestWalkthroughWithTheShortcut(t *testing.T) {
 		assert.Greater(t, r.NewTerm, r.OldTerm)
 		assert.Positive(t, r.Campaigns)
 	})
+	t.Run("the walkthrough names the member that won, and says so when it is not the cell's new holder", func(t *testing.T) {
+		assert.Contains(t, out, fmt.Sprintf("round 1: %s won the election: it leads at term %d", r.NewLeader, r.NewTerm))
+		notHolder := fmt.Sprintf("the winner %s is not %s", r.NewLeader, r.NewHolder)
+		if r.ClaimedLead {
+			assert.NotContains(t, out, notHolder)
+		} else {
+			assert.Contains(t, out, notHolder)
+		}
+	})
 	t.Run("every child is reaped and the temporary directory removed", func(t *testing.T) {
 		requireCleanStop(t, rep)
 	})
 }
 
 func TestWalkthroughWithoutTheShortcut(t *testing.T) {
-	rep, r := walkthrough(t, false)
+	rep, r, _ := walkthrough(t, false)
 
 	t.Run("no member holds a cell", func(t *testing.T) {
 		assert.Empty(t, rep.FirstHolder)

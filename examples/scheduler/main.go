@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/regent-go/regent/examples/internal/loopback"
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // coordinator runs the singleton work while it leads.
@@ -131,14 +131,15 @@ type config struct {
 // the new leader's node and lets the survivor work; it returns the journal.
 func run(ctx context.Context, out io.Writer, cfg config) ([]entry, error) {
 	j := &journal{out: out}
-	nodes, err := loopback.Start(loopback.Names("sched", 3), nil)
+	c, err := loopback.Start(loopback.Names("sched", 3), loopback.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer loopback.StopAll(nodes)
+	defer c.Close()
+	nodes := c.Nodes()
 	pids := make([]gen.PID, len(nodes))
 	for i, n := range nodes {
-		peers := loopback.Peers("coordinator", nodes, n)
+		peers := c.Peers("coordinator", i)
 		pids[i], err = n.SpawnRegister("coordinator", func() gen.ProcessBehavior {
 			return &coordinator{peers: peers, every: cfg.every, journal: j}
 		}, gen.ProcessOptions{})
@@ -155,7 +156,7 @@ func run(ctx context.Context, out io.Writer, cfg config) ([]entry, error) {
 		}
 	}
 
-	first, _, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), cfg.settle)
+	first, _, err := c.WaitAgreed(ctx, pids, loopback.All(3), cfg.settle)
 	if err != nil {
 		return j.snapshot(), err
 	}
@@ -166,7 +167,7 @@ func run(ctx context.Context, out io.Writer, cfg config) ([]entry, error) {
 	if err := leader.StepDownLeader(nodes[first], pids[first]); err != nil {
 		return j.snapshot(), err
 	}
-	second, _, err := loopback.WaitAgreed(ctx, nodes, pids, loopback.All(3), cfg.settle)
+	second, _, err := c.WaitAgreed(ctx, pids, loopback.All(3), cfg.settle)
 	if err != nil {
 		return j.snapshot(), err
 	}
@@ -174,14 +175,14 @@ func run(ctx context.Context, out io.Writer, cfg config) ([]entry, error) {
 		return j.snapshot(), err
 	}
 	j.add(nodes[second].Name(), "killed", 0, "node killed (StopForce): its work dies with it")
-	nodes[second].StopForce()
+	c.Kill(second)
 	var survivors []int
 	for i := range nodes {
 		if i != second {
 			survivors = append(survivors, i)
 		}
 	}
-	if _, _, err := loopback.WaitAgreed(ctx, nodes, pids, survivors, cfg.settle); err != nil {
+	if _, _, err := c.WaitAgreed(ctx, pids, survivors, cfg.settle); err != nil {
 		return j.snapshot(), err
 	}
 	if err := pause(); err != nil {

@@ -213,8 +213,17 @@ func (c *Core) Role() Role { return c.visibleRole() }
 func (c *Core) Term() uint64 { return c.term }
 
 // Leader is the PID of the leader this member recognises (itself when it
-// leads, visibly or not), zero when none.
-func (c *Core) Leader() gen.PID { return c.leader }
+// leads), zero when none — and zero where no visible leader may exist
+// (unclustered) or while this member leads without having published it, so
+// code that forwards requests to the leader never forwards them to a member
+// that will not act on them.
+func (c *Core) Leader() gen.PID {
+	switch role := c.visibleRole(); {
+	case role == RoleUnclustered, role == RoleCandidate && c.role == RoleLeader:
+		return gen.PID{}
+	}
+	return c.leader
+}
 
 // IsLeader reports whether this member holds published leadership.
 func (c *Core) IsLeader() bool { return c.visibleRole() == RoleLeader }
@@ -343,8 +352,8 @@ func (c *Core) Status(now time.Time) Status {
 		Term:                  c.term,
 		VotedFor:              c.votedFor,
 		TermChangedAt:         c.termChangedAt,
-		Leader:                c.leader,
-		LeaderNode:            c.leader.Node,
+		Leader:                c.Leader(),
+		LeaderNode:            c.Leader().Node,
 		ClusterID:             c.cfg.ClusterID,
 		View:                  c.view.clone(),
 		Committed:             c.committed,

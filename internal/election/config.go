@@ -174,7 +174,7 @@ func (c Config) Warnings() []string {
 	case 1:
 		out = append(out, "MinClusterSize 1 lets a lone node appoint itself; nothing prevents a fragment of one from operating alone")
 	case 2:
-		out = append(out, "MinClusterSize 2 gives a quorum of two out of two: losing either node ends leadership; sensible only with HandleConfirmLeader gating")
+		out = append(out, "MinClusterSize 2 lets two members lead as a cluster of their own, where losing either ends leadership: with three members it survives one loss; on two alone it is sensible only with HandleConfirmLeader gating")
 	}
 	if 3*c.HeartbeatInterval > c.ElectionTimeoutMin {
 		out = append(out, fmt.Sprintf("HeartbeatInterval %s is not comfortably below ElectionTimeoutMin %s: followers may time out between heartbeats and campaign against a healthy leader",

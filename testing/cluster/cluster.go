@@ -12,8 +12,8 @@ import (
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/faultproxy"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
 	"github.com/regent-go/regent/testing/history"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // Cluster is a running test cluster: Size members over real TCP on
@@ -164,7 +164,7 @@ func (c *Cluster) memberOptions(i, life int, over *atomic.Bool) leader.Options {
 		}
 		c.hist.Append(history.Event{
 			At: tr.At.Sub(c.start), Kind: history.KindState, Member: label, Life: life,
-			Role: tr.Role, Term: tr.Term, Leader: c.labelOf(tr.Leader.Node),
+			Role: string(tr.Role), Term: tr.Term, Leader: c.labelOf(tr.Leader.Node),
 			ViewSize: tr.ViewSize, Quorum: tr.Quorum, MinClusterSize: tr.MinClusterSize, VotesGranted: tr.VotesGranted,
 		})
 	}
@@ -209,7 +209,8 @@ func (c *Cluster) launch(i int) error {
 }
 
 func (c *Cluster) launchInProcess(m *member, opts leader.Options, life int) (gen.Node, gen.PID, error) {
-	n, err := node.Start(m.name, gen.NodeOptions{
+	n, err := loopback.StartNode(m.name, loopback.Options{
+		Types:   c.cfg.Types,
 		Network: c.cfg.networkOptions(maps.Clone(m.routes)),
 		Log:     gen.LogOptions{Level: c.cfg.LogLevel},
 	})
@@ -219,9 +220,6 @@ func (c *Cluster) launchInProcess(m *member, opts leader.Options, life int) (gen
 	fail := func(err error) (gen.Node, gen.PID, error) {
 		n.StopForce()
 		return nil, gen.PID{}, err
-	}
-	if err := n.Network().RegisterTypes(append(leader.NetworkTypes(), c.cfg.Types...)); err != nil {
-		return fail(fmt.Errorf("registering types: %w", err))
 	}
 	if err := c.mesh.SetTarget(m.name, n.Network().AcceptorAddress()); err != nil {
 		return fail(err)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
 	"github.com/regent-go/regent/testing/cluster/internal/memberproc"
 	"github.com/regent-go/regent/testing/history"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // memberPackage is the main the harness builds for OS-process members.
@@ -68,18 +68,13 @@ func startProcesses(c *Cluster) (*processes, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("cluster: building %s: %v\n%s", memberPackage, err, out)
 	}
-	harness, err := node.Start(gen.Atom("harness-"+c.cfg.NodePrefix+"@127.0.0.1"), gen.NodeOptions{
+	harness, err := loopback.StartNode(gen.Atom("harness-"+c.cfg.NodePrefix+"@127.0.0.1"), loopback.Options{
 		Network: c.cfg.networkOptions(nil),
 		Log:     gen.LogOptions{Level: c.cfg.LogLevel},
 	})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("cluster: starting the harness node: %w", err)
-	}
-	if err := harness.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		harness.StopForce()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cluster: registering types on the harness node: %w", err)
 	}
 	p.harness = harness
 	go p.poll()
@@ -217,14 +212,13 @@ func (p *processes) poll() {
 			if !alive {
 				continue
 			}
-			v, err := p.harness.Inspect(pid, pollKeys...)
+			v, err := leader.ReadInspection(p.harness, pid, pollKeys...)
 			if err != nil {
-				continue // it died or is restarting; the lifecycle events say which
+				continue // it died or is restarting (the lifecycle events say which), or answered garbage
 			}
 			o := observed{
-				life: life, role: v["ergo:state"], term: parseUint(v["ergo:term"]),
-				leader: c.labelOf(gen.Atom(v["ergo:leader_node"])), view: parseInt(v["ergo:view_size"]),
-				quorum: parseInt(v["ergo:quorum"]), min: parseInt(v["ergo:min_cluster_size"]), votes: parseInt(v["ergo:votes_count"]),
+				life: life, role: string(v.Role), term: v.Term, leader: c.labelOf(v.LeaderNode),
+				view: v.ViewSize, quorum: v.Quorum, min: v.MinClusterSize, votes: v.VotesCount,
 			}
 			if last[i] == o {
 				continue
@@ -236,16 +230,6 @@ func (p *processes) poll() {
 			})
 		}
 	}
-}
-
-func parseInt(s string) int {
-	v, _ := strconv.Atoi(s) // inspection values are the runtime's own integers; junk reads as 0
-	return v
-}
-
-func parseUint(s string) uint64 {
-	v, _ := strconv.ParseUint(s, 10, 64) // as parseInt
-	return v
 }
 
 // close stops the poller and the harness node and removes the program.

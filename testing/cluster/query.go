@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/testing/history"
 )
 
@@ -94,11 +94,20 @@ func (c *Cluster) Inspect(i int, keys ...string) (map[string]string, error) {
 func (c *Cluster) Leaders() []int {
 	var out []int
 	for i := range c.members {
-		if s, err := c.Inspect(i, "ergo:state"); err == nil && s["ergo:state"] == "leader" {
+		if s, err := c.read(i, "ergo:state"); err == nil && s.Role == leader.RoleLeader {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// read is Inspect, parsed.
+func (c *Cluster) read(i int, keys ...string) (leader.Inspection, error) {
+	raw, err := c.Inspect(i, keys...)
+	if err != nil {
+		return leader.Inspection{}, err
+	}
+	return leader.ParseInspection(raw)
 }
 
 // WaitLeader waits until exactly one running member leads, every running
@@ -122,40 +131,38 @@ func (c *Cluster) WaitLeader(timeout time.Duration) (int, error) {
 	}
 }
 
-// agreedLeader returns the agreed leader, or -1 and each member's state.
+// agreedLeader returns the agreed leader, or -1 and each member's state:
+// exactly one running member leads, and every member connected to it both
+// ways recognises it at its term (leader.Agree, all of them needed), a
+// majority of the leader's view.
 func (c *Cluster) agreedLeader() (int, []string) {
-	keys := []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size"}
-	views := make([]map[string]string, len(c.members))
+	views := make([]*leader.Inspection, len(c.members))
 	states := make([]string, len(c.members))
 	leaderIdx, leaders := -1, 0
 	for i := range c.members {
-		v, err := c.Inspect(i, keys...)
+		v, err := c.read(i, "ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size")
 		if err != nil {
 			states[i] = fmt.Sprintf("%s: %v", c.cfg.label(i), err)
 			continue
 		}
-		views[i] = v
-		states[i] = fmt.Sprintf("%s: %s term %s leader %q", c.cfg.label(i), v["ergo:state"], v["ergo:term"], v["ergo:leader_node"])
-		if v["ergo:state"] == "leader" {
+		views[i] = &v
+		states[i] = fmt.Sprintf("%s: %s term %d leader %q", c.cfg.label(i), v.Role, v.Term, v.LeaderNode)
+		if v.Role == leader.RoleLeader {
 			leaderIdx, leaders = i, leaders+1
 		}
 	}
 	if leaders != 1 {
 		return -1, states
 	}
-	want := views[leaderIdx]
-	group := 0
+	var beliefs []leader.Belief
 	for i, v := range views {
-		if v == nil || !c.connected(leaderIdx, i) {
-			continue
+		if v != nil && c.connected(leaderIdx, i) {
+			beliefs = append(beliefs, v.Belief(c.cfg.nodeName(i)))
 		}
-		if v["ergo:term"] != want["ergo:term"] || v["ergo:leader_node"] != string(c.cfg.nodeName(leaderIdx)) {
-			return -1, states
-		}
-		group++
 	}
-	if view, err := strconv.Atoi(want["ergo:view_size"]); err != nil || 2*group <= view {
-		return -1, states // a leader cut off from a majority of its view is on its way out
+	a, ok := leader.Agree(beliefs, len(beliefs))
+	if !ok || a.Leader != c.cfg.nodeName(leaderIdx) || 2*len(a.Members) <= views[leaderIdx].ViewSize {
+		return -1, states // disagreement, or a leader cut off from a majority of its view, on its way out
 	}
 	return leaderIdx, states
 }

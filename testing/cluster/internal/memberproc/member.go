@@ -8,7 +8,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/node"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // EnvSpec is the environment variable that carries the JSON Spec.
@@ -59,10 +59,10 @@ func (p *plain) Init(args ...any) (leader.Options, error) { return p.opts, nil }
 // Run starts the member described by s, reports READY on out, and serves
 // until stop (graceful) or abort (abrupt) is closed.
 func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
-	n, err := node.Start(s.Name, gen.NodeOptions{
+	n, err := loopback.StartNode(s.Name, loopback.Options{
+		Cookie: s.Cookie,
 		Network: gen.NetworkOptions{
-			Cookie:              s.Cookie,
-			Acceptor:            gen.AcceptorOptions{Host: "127.0.0.1"},
+			Acceptor:            gen.AcceptorOptions{Host: loopback.Host},
 			Routes:              s.Routes,
 			KeepAlivePeriod:     s.KeepAlivePeriod,
 			KeepAliveTimeout:    s.KeepAliveTimeout,
@@ -73,11 +73,7 @@ func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
 		Log: gen.LogOptions{Level: s.LogLevel},
 	})
 	if err != nil {
-		return fmt.Errorf("memberproc: starting node %s: %w", s.Name, err)
-	}
-	if err := n.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
-		n.StopForce()
-		return fmt.Errorf("memberproc: registering types: %w", err)
+		return fmt.Errorf("memberproc: %w", err)
 	}
 	opts := s.Options
 	pid, err := n.SpawnRegister(s.Register, func() gen.ProcessBehavior { return &plain{opts: opts} }, gen.ProcessOptions{})
