@@ -17,7 +17,8 @@ type Member struct {
 	PID gen.PID
 	// Self marks the actor that was asked.
 	Self bool
-	// Unreachable: the member's connection dropped and GhostTTL has not passed.
+	// Unreachable: the member's connection dropped; its leader removes it
+	// once it has been silent for GhostTTL.
 	Unreachable bool
 }
 
@@ -68,6 +69,48 @@ func ReadMember(node gen.Node, target any, items ...string) (MemberReading, erro
 		return MemberReading{}, fmt.Errorf("leader: reading %v: it is not a leader actor (answered %T): %w", target, answer, gen.ErrIncorrect)
 	}
 	return r, nil
+}
+
+// MessageReformRequest asks a leader actor, from any node, to re-form its
+// view from the members it heard from lately (Actor.Reform): the operator's
+// way out when a majority of the view is gone for good. It answers a
+// ReformResult. It is dangerous by design (docs/membership.md); regent reform
+// sends it only when told --yes.
+type MessageReformRequest struct{}
+
+// ReformResult is the answer to MessageReformRequest: the new view, or why
+// the actor refused (Error, empty on success; errors do not cross the wire
+// with their identity, so it is text).
+type ReformResult struct {
+	View  View
+	Error string
+}
+
+func (MessageReformRequest) answer(a *Actor) (any, error) {
+	v, err := a.Reform()
+	if err != nil {
+		return ReformResult{Error: err.Error()}, nil
+	}
+	return ReformResult{View: v}, nil
+}
+
+// ReformMember asks the leader actor at target (a gen.PID, or a gen.ProcessID
+// naming it on any node) to re-form its view from the members it heard from
+// lately, and returns the new view. It is never automatic and never safe if
+// the members left out are alive elsewhere: see Actor.Reform.
+func ReformMember(node gen.Node, target any) (View, error) {
+	answer, err := node.Call(target, MessageReformRequest{})
+	if err != nil {
+		return View{}, fmt.Errorf("leader: asking %v to re-form: %w", target, err)
+	}
+	r, ok := answer.(ReformResult)
+	switch {
+	case !ok:
+		return View{}, fmt.Errorf("leader: asking %v to re-form: it is not a leader actor (answered %T): %w", target, answer, gen.ErrIncorrect)
+	case r.Error != "":
+		return View{}, fmt.Errorf("leader: %v refused to re-form: %s: %w", target, r.Error, gen.ErrNotAllowed)
+	}
+	return r.View, nil
 }
 
 // Members asks the leader actor pid, local or remote, for its view, itself
@@ -121,10 +164,11 @@ func Find(node gen.Node) ([]gen.PID, error) {
 	return out, nil
 }
 
-// members lists the view for Members.
+// members lists the view for Members: its members (the declared peers
+// before any view exists) and this actor.
 func (a *Actor) members() []Member {
 	out := []Member{{Node: a.Node().Name(), ProcessID: gen.ProcessID{Name: a.Name(), Node: a.Node().Name()}, PID: a.PID(), Self: true}}
-	for _, m := range a.core.Members() {
+	for _, m := range a.core.ViewMembers() {
 		out = append(out, Member{Node: m.Node, ProcessID: m.ProcessID, PID: m.PID, Unreachable: !m.UnreachableSince.IsZero()})
 	}
 	slices.SortFunc(out, func(x, y Member) int { return strings.Compare(string(x.Node), string(y.Node)) })

@@ -414,3 +414,44 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// regent reform: the operator's way out when a majority is gone for good.
+// Without --yes it shows and changes nothing; with it, the member's view is
+// replaced by the members it still hears and it leads again.
+func TestReform(t *testing.T) {
+	env := map[string]string{"REGENT_COOKIE": "reform-test"}
+	c, err := loopback.Start(loopback.Names("r", 3), loopback.Options{Cookie: "reform-test"})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	pids := make([]gen.PID, 3)
+	for i := range 3 {
+		o := leader.Options{ClusterID: "reformed", MinClusterSize: 1, Bootstrap: c.Peers(memberName, i)}
+		pids[i], err = c.Node(i).SpawnRegister(memberName, memberFactory(o), gen.ProcessOptions{})
+		require.NoError(t, err)
+	}
+	_, _, err = c.WaitAgreed(context.Background(), pids, loopback.All(3), generous)
+	require.NoError(t, err)
+	route := []string{"--route", fmt.Sprintf("%s=%s", c.Name(0), c.Node(0).Network().AcceptorAddress())}
+	c.Kill(1)
+	c.Kill(2)
+	state := func() map[string]string {
+		v, err := c.Node(0).Inspect(pids[0], "ergo:state", "ergo:view_size")
+		require.NoError(t, err)
+		return v
+	}
+	require.Eventually(t, func() bool { return state()["ergo:state"] != "leader" }, generous, 20*time.Millisecond, "two of three gone: no leader")
+
+	code, out, errOut := runCmd(context.Background(), env, append([]string{"reform", string(c.Name(0))}, route...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "nothing done")
+	assert.Contains(t, out, string(c.Name(1)))
+	assert.Equal(t, "3", state()["ergo:view_size"], "a dry run changes nothing")
+
+	code, out, errOut = runCmd(context.Background(), env, append([]string{"reform", "--yes", string(c.Name(0))}, route...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "re-formed")
+	require.Eventually(t, func() bool {
+		s := state()
+		return s["ergo:state"] == "leader" && s["ergo:view_size"] == "1"
+	}, generous, 20*time.Millisecond, "the survivor leads its re-formed view")
+}

@@ -102,16 +102,9 @@ func runInspect(ctx context.Context, args []string, env *environment) error {
 // and every member of every view it learns of, one request each
 // (leader.ReadMember), those learnt together in parallel.
 func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (inspectReport, error) {
-	self := gen.Atom(fmt.Sprintf("regent-inspect-%d-%d@127.0.0.1", os.Getpid(), time.Now().UnixNano()%1e6))
-	n, err := loopback.StartNode(self, loopback.Options{
-		Cookie: net.resolvedCookie,
-		Network: gen.NetworkOptions{
-			TLS: net.resolvedTLS, Routes: routes, Acceptor: gen.AcceptorOptions{Host: loopback.Host},
-			HandshakeTimeout: timeout,
-		},
-	})
+	n, err := startClientNode("inspect", net, routes, timeout)
 	if err != nil {
-		return inspectReport{}, fmt.Errorf("starting the inspecting node: %w", err)
+		return inspectReport{}, err
 	}
 	defer n.Stop()
 
@@ -138,6 +131,23 @@ func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, 
 	report.Cluster = first.reading.Cluster
 	slices.SortFunc(report.Members, func(a, b inspected) int { return strings.Compare(string(a.Node), string(b.Node)) })
 	return report, nil
+}
+
+// startClientNode starts the short-lived node a command reads or drives a
+// cluster from, with the cluster's cookie, TLS and routes.
+func startClientNode(command string, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (gen.Node, error) {
+	self := gen.Atom(fmt.Sprintf("regent-%s-%d-%d@127.0.0.1", command, os.Getpid(), time.Now().UnixNano()%1e6))
+	n, err := loopback.StartNode(self, loopback.Options{
+		Cookie: net.resolvedCookie,
+		Network: gen.NetworkOptions{
+			TLS: net.resolvedTLS, Routes: routes, Acceptor: gen.AcceptorOptions{Host: loopback.Host},
+			HandshakeTimeout: timeout,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s node: %w", command, err)
+	}
+	return n, nil
 }
 
 // readResult is one member read, with the view it reported.

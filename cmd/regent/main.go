@@ -32,6 +32,7 @@ func commands() []command {
 		{"demo", "run 5 members in this process and break them on a schedule", runDemo},
 		{"node", "run one member as its own OS process", runNode},
 		{"inspect", "print a cluster's state, read from any member", runInspect},
+		{"reform", "re-form a cluster whose majority is gone for good (operator action)", runReform},
 		{"bench", "measure failover latency (and `bench scale`: many clusters)", runBench},
 	}
 }
