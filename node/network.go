@@ -47,12 +47,15 @@ const (
 )
 
 // network implements gen.Network: the acceptor, one connection per peer
-// node, routes, and the codec registry.
+// node, routes, and the codec registry. A node without network
+// (NetworkModeDisabled) has one too, disabled: it keeps the registry, has
+// no acceptor, and refuses to dial.
 type network struct {
 	registry
-	node *node
-	opts gen.NetworkOptions
-	hs   handshake.Config
+	node     *node
+	disabled bool
+	opts     gen.NetworkOptions
+	hs       handshake.Config
 
 	listener net.Listener
 	wg       sync.WaitGroup // the acceptor loop, every connection's reader and writer, accepts and dials in progress
@@ -114,15 +117,10 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 }
 
 func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
-	opts, err := withDefaults(options)
-	if err != nil {
-		return nil, fmt.Errorf("network options: %w", err)
-	}
 	nw := &network{
 		node:     n,
-		opts:     opts,
+		disabled: options.Mode == gen.NetworkModeDisabled,
 		registry: registry{reg: codec.NewRegistry()},
-		hs:       handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}},
 		conns:    make(map[gen.Atom]*connection),
 		routes:   make(map[gen.Atom]string),
 		dialing:  make(map[gen.Atom]*dialAttempt),
@@ -131,6 +129,16 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		dropped:  make(map[string]uint64),
 	}
 	nw.ctx, nw.cancel = context.WithCancel(context.Background())
+	if nw.disabled {
+		return nw, nil
+	}
+	opts, err := withDefaults(options)
+	if err != nil {
+		nw.cancel()
+		return nil, fmt.Errorf("network options: %w", err)
+	}
+	nw.opts = opts
+	nw.hs = handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}}
 	for name, addr := range opts.Routes {
 		nw.routes[name] = addr
 	}
@@ -143,7 +151,18 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 	return nw, nil
 }
 
+// refuseDisabled fails op toward name when the node has no network.
+func (nw *network) refuseDisabled(op string, name gen.Atom) error {
+	if nw.disabled {
+		return fmt.Errorf("%s %s: network disabled: %w", op, name, gen.ErrNoConnection)
+	}
+	return nil
+}
+
 func (nw *network) AddRoute(name gen.Atom, address string) error {
+	if nw.disabled {
+		return fmt.Errorf("add route to %s: network disabled: %w", name, gen.ErrNotAllowed)
+	}
 	if _, _, err := net.SplitHostPort(address); err != nil || name == "" {
 		return fmt.Errorf("add route %s -> %q: %w", name, address, gen.ErrIncorrect)
 	}
@@ -232,7 +251,7 @@ func (nw *network) existing(name gen.Atom) *connection {
 	return nw.conns[name]
 }
 
-// route returns the address to dial for name.
+// routeLocked returns the address to dial for name. Called with nw.mu held.
 func (nw *network) routeLocked(name gen.Atom) (string, error) {
 	if addr, ok := nw.routes[name]; ok {
 		return addr, nil
@@ -243,28 +262,32 @@ func (nw *network) routeLocked(name gen.Atom) (string, error) {
 	return "", fmt.Errorf("node %s: %w", name, gen.ErrNoRoute)
 }
 
-// queue returns the established connection to name or, when there is none,
-// adds frame (count frames of encoded bytes; none for a bare connect) to the
+// queue adds frames (count encoded frames; none for a bare connect) to the
 // queue of the dial to name, starting that dial in the background when none
-// runs. It fails fast without a route, during the backoff after a failed
+// runs, and reports true. When a connection to name is established it
+// queues nothing and reports false: the caller sends on that connection. It
+// fails fast without network or route, during the backoff after a failed
 // dial, and when the queue is full.
-func (nw *network) queue(name gen.Atom, frames []byte, count int) (*connection, error) {
+func (nw *network) queue(name gen.Atom, frames []byte, count int) (queued bool, err error) {
+	if err := nw.refuseDisabled("connect to", name); err != nil {
+		return false, err
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.closed {
-		return nil, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+		return false, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
 	}
-	if c := nw.conns[name]; c != nil {
-		return c, nil
+	if nw.conns[name] != nil {
+		return false, nil
 	}
 	d := nw.dialing[name]
 	if d == nil {
 		addr, err := nw.routeLocked(name)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if b, ok := nw.backoff[name]; ok && time.Now().Before(b.next) {
-			return nil, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
+			return false, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
 		}
 		d = &dialAttempt{}
 		nw.dialing[name] = d
@@ -272,11 +295,11 @@ func (nw *network) queue(name gen.Atom, frames []byte, count int) (*connection, 
 		go nw.dialInBackground(name, addr, d)
 	}
 	if d.count+count > maxQueuedFrames || len(d.frames)+len(frames) > queuedBytesPerFrame*nw.opts.MaxFrameSize {
-		return nil, fmt.Errorf("send to %s: %d frames of %d bytes already wait for the connection: %w", name, d.count, len(d.frames), gen.ErrNoConnection)
+		return false, fmt.Errorf("send to %s: %d frames of %d bytes already wait for the connection: %w", name, d.count, len(d.frames), gen.ErrNoConnection)
 	}
 	d.frames = append(d.frames, frames...)
 	d.count += count
-	return nil, nil
+	return true, nil
 }
 
 // dialInBackground runs dial attempt d. On success register hands the
@@ -501,63 +524,4 @@ func (nw *network) close(graceful bool) {
 		}
 	}
 	nw.wg.Wait()
-}
-
-// sendRemote hands env to the connection to node. Without one, env is
-// encoded at once (so an unencodable one fails here) and queued while the
-// connection is dialled in the background; see network.queue.
-func (n *node) sendRemote(to gen.Atom, env *envelope) error {
-	if n.net == nil {
-		return fmt.Errorf("send to %s: network disabled: %w", to, gen.ErrNoConnection)
-	}
-	var frame []byte
-	for {
-		c := n.net.existing(to)
-		if c == nil {
-			if frame == nil {
-				f, err := n.net.appendFrame(nil, env)
-				if err != nil {
-					return fmt.Errorf("send to %s: %w", to, err)
-				}
-				frame = f
-			}
-			var err error
-			if c, err = n.net.queue(to, frame, 1); c == nil || err != nil {
-				return err
-			}
-		}
-		// A connection retired after a simultaneous dial refuses the send;
-		// its replacement is already in the table.
-		if err := c.send(env); !errors.Is(err, errRetired) {
-			return err
-		}
-	}
-}
-
-// connectTo makes sure a connection to the node exists or is being dialled.
-func (n *node) connectTo(to gen.Atom) error {
-	if n.net == nil {
-		return fmt.Errorf("connect to %s: network disabled: %w", to, gen.ErrNoConnection)
-	}
-	_, err := n.net.queue(to, nil, 0)
-	return err
-}
-
-// notifyRemote tells a watcher on another node that target ended. Without a
-// connection there is nothing to do: that node reports the loss itself.
-func (n *node) notifyRemote(target any, w watcher, reason error) {
-	if n.net == nil {
-		return
-	}
-	c := n.net.existing(w.pid.Node)
-	if c == nil {
-		return
-	}
-	env := &envelope{kind: kindDown, flags: uint8(w.kind), to: w.pid, target: target, payload: reason}
-	if w.kind == relCall {
-		env = &envelope{kind: kindResponse, flags: flagError, target: w.pid, ref: w.ref, payload: gen.ErrProcessTerminated}
-	}
-	if err := c.send(env); err != nil {
-		n.log.Warning("telling %s that %v ended: %v", w.pid, target, err)
-	}
 }
