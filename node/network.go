@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sort"
 	"sync"
@@ -24,7 +24,14 @@ const (
 	defaultHandshakeTimeout = 5 * time.Second
 	defaultBackoffMin       = 100 * time.Millisecond
 	defaultBackoffMax       = 5 * time.Second
+	defaultMaxHandshakes    = 64
+	defaultMaxPeers         = 1024
 )
+
+// minCookieBytes is the shortest cookie node.Start accepts without a
+// warning: 16 bytes, 128 bits if they are random, is beyond offline
+// guessing of one captured proof.
+const minCookieBytes = 16
 
 // Reasons counted in NetworkStats.Dropped.
 const (
@@ -62,17 +69,21 @@ type network struct {
 	ctx      context.Context
 	cancel   context.CancelFunc // ends dials in progress when the network closes
 
-	mu      sync.Mutex // guards the fields below
-	closed  bool
-	conns   map[gen.Atom]*connection
-	routes  map[gen.Atom]string
-	dialing map[gen.Atom]*dialAttempt
-	backoff map[gen.Atom]backoffState
-	pending map[net.Conn]struct{} // accepted and dialled sockets still in their handshake
+	mu        sync.Mutex // guards the fields below; taken before connection.mu, never after
+	closed    bool
+	conns     map[gen.Atom]*connection
+	routes    map[gen.Atom]string
+	dialing   map[gen.Atom]*dialAttempt
+	backoff   map[gen.Atom]backoffState
+	pending   map[net.Conn]struct{} // accepted and dialled sockets still in their handshake
+	accepting int                   // how many of pending were accepted (bounded by MaxHandshakes)
+
+	logs *limitedLog // the network's repeated-failure log lines
 
 	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
-	dropMu                                           sync.Mutex // guards dropped
+	countMu                                          sync.Mutex // guards dropped and rejectedBy; taken last
 	dropped                                          map[string]uint64
+	rejectedBy                                       map[string]uint64
 }
 
 // dialAttempt is a dial running in the background and the frames sent to
@@ -105,7 +116,17 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 	orDefault(&o.HandshakeTimeout, defaultHandshakeTimeout)
 	orDefault(&o.ReconnectBackoffMin, defaultBackoffMin)
 	orDefault(&o.ReconnectBackoffMax, defaultBackoffMax)
+	orDefault(&o.MaxHandshakes, defaultMaxHandshakes)
+	orDefault(&o.MaxPeers, defaultMaxPeers)
 	switch {
+	case o.Cookie == "" && !o.InsecureOpen:
+		return o, fmt.Errorf("no cookie, and InsecureOpen is not set: every node without a cookie could join: %w", gen.ErrEmptyCookie)
+	case o.Cookie != "" && o.InsecureOpen:
+		return o, fmt.Errorf("InsecureOpen with a Cookie: choose one: %w", gen.ErrIncorrect)
+	case o.TLSVerifyNodeName && o.TLS == nil:
+		return o, fmt.Errorf("TLSVerifyNodeName without TLS: %w", gen.ErrIncorrect)
+	case o.MaxHandshakes < 0 || o.MaxPeers < 0:
+		return o, fmt.Errorf("negative MaxHandshakes %d or MaxPeers %d: %w", o.MaxHandshakes, o.MaxPeers, gen.ErrIncorrect)
 	case o.KeepAlivePeriod < 0 || o.KeepAliveTimeout <= o.KeepAlivePeriod:
 		return o, fmt.Errorf("KeepAliveTimeout %v must exceed KeepAlivePeriod %v: %w", o.KeepAliveTimeout, o.KeepAlivePeriod, gen.ErrIncorrect)
 	case o.MaxFrameSize < 64:
@@ -118,15 +139,17 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 
 func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 	nw := &network{
-		node:     n,
-		disabled: options.Mode == gen.NetworkModeDisabled,
-		registry: registry{reg: codec.NewRegistry()},
-		conns:    make(map[gen.Atom]*connection),
-		routes:   make(map[gen.Atom]string),
-		dialing:  make(map[gen.Atom]*dialAttempt),
-		backoff:  make(map[gen.Atom]backoffState),
-		pending:  make(map[net.Conn]struct{}),
-		dropped:  make(map[string]uint64),
+		node:       n,
+		disabled:   options.Mode == gen.NetworkModeDisabled,
+		registry:   registry{reg: codec.NewRegistry()},
+		conns:      make(map[gen.Atom]*connection),
+		routes:     make(map[gen.Atom]string),
+		dialing:    make(map[gen.Atom]*dialAttempt),
+		backoff:    make(map[gen.Atom]backoffState),
+		pending:    make(map[net.Conn]struct{}),
+		logs:       newLimitedLog(n.log),
+		dropped:    make(map[string]uint64),
+		rejectedBy: make(map[string]uint64),
 	}
 	nw.ctx, nw.cancel = context.WithCancel(context.Background())
 	if nw.disabled {
@@ -139,6 +162,10 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 	}
 	nw.opts = opts
 	nw.hs = handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}}
+	if opts.Cookie != "" && len(opts.Cookie) < minCookieBytes {
+		n.log.Warning("the cookie has %d bytes: one captured handshake lets an attacker guess a cookie this short offline; use %d or more random bytes",
+			len(opts.Cookie), minCookieBytes)
+	}
 	for name, addr := range opts.Routes {
 		nw.routes[name] = addr
 	}
@@ -212,22 +239,24 @@ func (nw *network) AcceptorAddress() string {
 
 func (nw *network) Stats() gen.NetworkStats {
 	nw.mu.Lock()
-	conns := len(nw.conns)
+	conns, accepting := len(nw.conns), nw.accepting
 	nw.mu.Unlock()
 	s := gen.NetworkStats{
 		Connections:        conns,
+		HandshakesInFlight: accepting,
 		FramesIn:           nw.framesIn.Load(),
 		FramesOut:          nw.framesOut.Load(),
 		BytesIn:            nw.bytesIn.Load(),
 		BytesOut:           nw.bytesOut.Load(),
 		HandshakesRejected: nw.rejected.Load(),
 		Dropped:            make(map[string]uint64),
+		Rejected:           make(map[string]uint64),
 	}
-	nw.dropMu.Lock()
-	for k, v := range nw.dropped {
-		s.Dropped[k] = v
-	}
-	nw.dropMu.Unlock()
+	nw.countMu.Lock()
+	maps.Copy(s.Dropped, nw.dropped)
+	maps.Copy(s.Rejected, nw.rejectedBy)
+	nw.countMu.Unlock()
+	s.NameCollisions = s.Rejected[rejectNameCollision]
 	return s
 }
 
@@ -239,9 +268,9 @@ func (nw *network) dropN(reason string, n int) {
 	if n == 0 {
 		return
 	}
-	nw.dropMu.Lock()
+	nw.countMu.Lock()
 	nw.dropped[reason] += uint64(n)
-	nw.dropMu.Unlock()
+	nw.countMu.Unlock()
 }
 
 // existing returns the established connection to name, or nil.
@@ -331,7 +360,7 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	d.frames, d.count = nil, 0
 	nw.mu.Unlock()
 	nw.dropN(dropDialFailed, lost)
-	nw.node.log.Info("dial to %s failed, %d queued frames dropped: %v", name, lost, err)
+	nw.logs.Info("dial", "dial to %s failed, %d queued frames dropped: %v", name, lost, err)
 	nw.node.rel.nodeUnreachable(name, err)
 }
 
@@ -343,7 +372,7 @@ func (nw *network) handOverLocked(d *dialAttempt, c *connection) {
 	}
 	if err := c.appendFrames(d.frames, d.count); err != nil {
 		nw.dropN(dropDialFailed, d.count)
-		nw.node.log.Info("%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
+		nw.logs.Info("handover", "%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
 	}
 	d.frames, d.count = nil, 0
 }
@@ -398,7 +427,7 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 		conn.Close()
 		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
-	peer, err := handshake.Dial(conn, nw.hs, name)
+	peer, err := handshake.Dial(conn, nw.handshakeConfig(conn, true), name)
 	if err != nil {
 		if nw.ctx.Err() != nil { // the network closed the socket: not the peer's fault
 			conn.Close()
@@ -411,72 +440,7 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 		conn.Close()
 		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
-	_, err = nw.register(newConnection(nw, conn, peer, true), d)
-	return err
-}
-
-// handshakeFailed counts, logs and closes a connection whose handshake failed.
-func (nw *network) handshakeFailed(conn net.Conn, err error) {
-	nw.drop(dropHandshake)
-	if errors.Is(err, gen.ErrUnauthorized) {
-		nw.rejected.Add(1)
-		nw.node.log.Warning("refused connection with %s: wrong cookie: %v", conn.RemoteAddr(), err)
-	} else {
-		nw.node.log.Warning("handshake with %s failed: %v", conn.RemoteAddr(), err)
-	}
-	conn.Close()
-}
-
-// register installs an authenticated connection and starts it. When a
-// connection to the same life of the peer exists (both nodes dialled at
-// once), both nodes keep the one dialled by the node with the smaller name
-// and retire the other gracefully: it flushes, and is read to its end, so
-// nothing already written on it is lost. A second connection dialled by the
-// same side replaces the first (that side gave up on it). A connection to an
-// older life of the peer is closed as lost. Frames queued while dialling the
-// peer go to the kept connection ahead of any later send; d is the dial
-// attempt that made c, nil for an accepted connection.
-func (nw *network) register(c *connection, d *dialAttempt) (*connection, error) {
-	name := c.peer.Name
-	nw.mu.Lock()
-	if nw.closed {
-		nw.mu.Unlock()
-		c.conn.Close()
-		return nil, fmt.Errorf("register %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
-	}
-	keep, old := c, nw.conns[name]
-	var retire, stale *connection
-	switch {
-	case old == nil:
-	case old.peer.Creation != c.peer.Creation:
-		stale = old
-	case old.dialled == c.dialled:
-		// The same side dialled twice: it gave up on the old connection.
-		retire = old
-	case c.dialer() == min(nw.node.name, name):
-		retire = old
-	default:
-		keep, retire = old, c
-	}
-	nw.conns[name] = keep
-	nw.handOverLocked(nw.dialing[name], keep)
-	if d != nil && nw.dialing[name] == d {
-		delete(nw.dialing, name)
-		delete(nw.backoff, name)
-	}
-	nw.wg.Add(2)
-	go c.readLoop()
-	go c.writeLoop()
-	nw.mu.Unlock()
-	if retire != nil {
-		retire.retire()
-	}
-	if stale != nil {
-		stale.teardown(fmt.Errorf("%s restarted: %w", name, gen.ErrNoConnection))
-		nw.node.rel.nodeDown(name)
-	}
-	nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
-	return keep, nil
+	return nw.register(newConnection(nw, conn, peer, true), d)
 }
 
 // detach removes c from the table if it is the peer's connection there.
@@ -494,7 +458,7 @@ func (nw *network) detach(c *connection) bool {
 // reports the peer down.
 func (nw *network) lost(c *connection, reason error) {
 	if nw.detach(c) {
-		nw.node.log.Info("connection to %s lost: %v", c.peer.Name, reason)
+		nw.logs.Info("lost", "connection to %s lost: %v", c.peer.Name, reason)
 		nw.node.rel.nodeDown(c.peer.Name)
 	}
 }
