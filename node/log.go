@@ -116,7 +116,7 @@ type limitedLog struct {
 	log *logger
 	now func() time.Time
 
-	mu    sync.Mutex // guards sites
+	mu    sync.Mutex // guards sites; taken last, and released before the line is written
 	sites map[string]*logSite
 }
 

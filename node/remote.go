@@ -60,7 +60,7 @@ func (n *node) notifyRemote(t target, w watcher, reason error) {
 		env = &envelope{kind: kindResponse, flags: flagError, target: pidTarget(w.pid), ref: w.ref, payload: gen.ErrProcessTerminated}
 	}
 	if err := c.send(env); err != nil {
-		n.log.Warning("telling %s that %v ended: %v", w.pid, t, err)
+		n.net.logs.Warning("notify", "telling %s that %v ended: %v", w.pid, t, err)
 	}
 }
 
