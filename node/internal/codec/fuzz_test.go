@@ -112,7 +112,7 @@ func FuzzDecodeAllocation(f *testing.F) {
 	fuzzdrive.Fuzz(f, decodeSeeds(f, r), decodesWithinBound(r))
 }
 
-func TestDecodeOfAnyInputAllocatesWithinAConstantMultipleOfItsSize(t *testing.T) {
+func TestRandomizedInputsDecodeWithinTheAllocationBound(t *testing.T) {
 	r := newTestRegistry(t)
 	fuzzdrive.Run(t, decodeSeeds(t, r), decodesWithinBound(r))
 }

@@ -93,6 +93,6 @@ func FuzzReader(f *testing.F) {
 	fuzzdrive.Fuzz(f, frameSeeds(), readsStreamFaithfully)
 }
 
-func TestReaderRandomized(t *testing.T) {
+func TestRandomizedStreamsAreReadFaithfully(t *testing.T) {
 	fuzzdrive.Run(t, frameSeeds(), readsStreamFaithfully)
 }

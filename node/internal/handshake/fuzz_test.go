@@ -86,6 +86,6 @@ func FuzzDial(f *testing.F) {
 	fuzzdrive.Fuzz(f, hostileSeeds(f, beta), dialRefusesHostileAcceptor)
 }
 
-func TestDialAgainstAHostileAcceptorRandomized(t *testing.T) {
+func TestRandomizedHostileAcceptorsNeverPassTheDialler(t *testing.T) {
 	fuzzdrive.Run(t, hostileSeeds(t, beta), dialRefusesHostileAcceptor)
 }
