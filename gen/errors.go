@@ -21,6 +21,9 @@ var (
 	ErrNodeTerminated     = errors.New("regent: node terminated")
 	ErrUnauthorized       = errors.New("regent: authentication failed")
 	ErrUnsupported        = errors.New("regent: not supported")
+	// ErrEmptyCookie refuses a network without a cookie; see
+	// NetworkOptions.InsecureOpen.
+	ErrEmptyCookie = errors.New("regent: empty cookie")
 )
 
 // Terminate reasons. A process that ends with one of these ended on purpose;

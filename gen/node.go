@@ -85,15 +85,36 @@ type Network interface {
 
 // NetworkStats are a network's counters since the node started.
 type NetworkStats struct {
-	Connections        int
+	// Connections is the number of peers with an established connection
+	// (at most NetworkOptions.MaxPeers).
+	Connections int
+	// HandshakesInFlight is the number of accepted connections still in
+	// their handshake (at most NetworkOptions.MaxHandshakes).
+	HandshakesInFlight int
 	FramesIn           uint64
 	FramesOut          uint64
 	BytesIn            uint64
 	BytesOut           uint64
+	// HandshakesRejected counts connections, accepted or dialled, that
+	// ended before or during the handshake (a node stopping ends its own
+	// handshakes without counting them). Rejected breaks it down by reason.
 	HandshakesRejected uint64
+	// Rejected counts refused handshakes by reason: "unauthorized" (wrong
+	// cookie), "malformed" (not Regent's protocol), "unsupported" (another
+	// protocol version), "dropped" (the peer hung up or reset the connection
+	// mid-handshake), "timeout" (HandshakeTimeout passed), "tls" (the TLS
+	// handshake failed), "name_mismatch" (the dialled node has another name),
+	// "refused" (the peer refused this node), "own_name" (the peer claimed
+	// this node's name), "name_collision", "peer_limit", "handshake_limit"
+	// and "certificate_name" (see NetworkOptions).
+	Rejected map[string]uint64
+	// NameCollisions counts connections refused because a live connection
+	// already serves a node of that name (Rejected["name_collision"]).
+	NameCollisions uint64
 	// Dropped counts discarded frames and closed connections by reason, such
 	// as "unknown_type", "malformed", "too_large", "keepalive_timeout",
-	// "dial_failed" (frames queued for a dial that failed).
+	// "dial_failed" (frames queued for a dial that failed) and
+	// "handshake_failed" (every rejected handshake).
 	Dropped map[string]uint64
 }
 
@@ -118,9 +139,16 @@ type NetworkOptions struct {
 	Mode NetworkMode
 	// Cookie is the shared secret both sides of a connection must know. It
 	// never crosses the wire: each side proves it with an HMAC over the other
-	// side's fresh random challenge. Empty is allowed only for tests and
-	// makes every node with an empty cookie a peer.
+	// side's fresh random challenge. node.Start refuses an empty cookie
+	// (ErrEmptyCookie) unless InsecureOpen is set, and logs a warning for a
+	// cookie shorter than 16 bytes, which offline guessing can recover from
+	// one captured proof. Use at least 16 random bytes (32 hex digits).
 	Cookie string
+	// InsecureOpen starts the network with an empty Cookie on purpose: every
+	// node with an empty cookie is then a peer. Meant for tests on a
+	// machine nobody else can reach; ignored without network, refused
+	// together with a Cookie.
+	InsecureOpen bool
 	// Acceptor says where to listen.
 	Acceptor AcceptorOptions
 	// Routes map node names to host:port addresses to dial. A node name of
@@ -130,6 +158,14 @@ type NetworkOptions struct {
 	// on both sides (set ClientAuth and ClientCAs to require client
 	// certificates, RootCAs and Certificates for dialling).
 	TLS *tls.Config
+	// TLSVerifyNodeName binds certificates to node names: each side refuses
+	// a peer whose certificate does not name, as a DNS or IP subject
+	// alternative name, the host part of the node name the peer claims
+	// (counted as Rejected["certificate_name"]). It needs TLS, with client
+	// certificates required (tls.RequireAndVerifyClientCert) so that the
+	// acceptor sees one; without it any holder of a certificate from the CA
+	// can claim any node name.
+	TLSVerifyNodeName bool
 	// KeepAlivePeriod is how often an idle connection sends a keepalive
 	// frame. Default 1s.
 	KeepAlivePeriod time.Duration
@@ -145,6 +181,19 @@ type NetworkOptions struct {
 	// ErrNoConnection. Defaults 100ms and 5s; the wait doubles per failure.
 	ReconnectBackoffMin time.Duration
 	ReconnectBackoffMax time.Duration
+	// MaxHandshakes caps the accepted connections that may be in their
+	// handshake at once; a connection beyond it is closed on arrival and
+	// counted (Rejected["handshake_limit"]). Default 64. Connections that
+	// stay silent hold their place for up to HandshakeTimeout, so a host
+	// that opens MaxHandshakes of them delays new inbound peers by that
+	// long; established connections and dials are not affected.
+	MaxHandshakes int
+	// MaxPeers caps the established connections; a new peer beyond it is
+	// refused in the handshake (Rejected["peer_limit"]). Default 1024. With
+	// MaxFrameSize it bounds what peers can make the node hold: each peer
+	// costs at most about MaxFrameSize (its largest frame, allocated as its
+	// bytes arrive) plus 320 KiB of read and write buffers.
+	MaxPeers int
 }
 
 // AcceptorOptions say where a node listens.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/handshake"
 )
 
@@ -34,6 +33,8 @@ func (nw *network) listen() error {
 	return nil
 }
 
+// acceptLoop accepts connections and hands each to a goroutine of its own
+// for the handshake, closing at once those beyond MaxHandshakes.
 func (nw *network) acceptLoop() {
 	defer nw.wg.Done()
 	for {
@@ -42,7 +43,7 @@ func (nw *network) acceptLoop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			nw.node.log.Warning("accept: %v", err)
+			nw.logs.Warning("accept", "accept: %v", err)
 			time.Sleep(10 * time.Millisecond) // out of descriptors: do not spin
 			continue
 		}
@@ -52,6 +53,12 @@ func (nw *network) acceptLoop() {
 			raw.Close()
 			return
 		}
+		if nw.accepting >= nw.opts.MaxHandshakes {
+			nw.mu.Unlock()
+			nw.handshakeFailed(raw, refuse(rejectHandshakeLimit, "%d handshakes already in progress", nw.opts.MaxHandshakes))
+			continue
+		}
+		nw.accepting++
 		nw.pending[raw] = struct{}{}
 		nw.wg.Add(1)
 		nw.mu.Unlock()
@@ -65,6 +72,7 @@ func (nw *network) accept(raw net.Conn) {
 	defer func() {
 		nw.mu.Lock()
 		delete(nw.pending, raw)
+		nw.accepting--
 		nw.mu.Unlock()
 	}()
 	conn := raw
@@ -75,8 +83,12 @@ func (nw *network) accept(raw net.Conn) {
 		conn.Close()
 		return
 	}
-	peer, err := handshake.Accept(conn, nw.hs)
+	peer, err := handshake.Accept(conn, nw.handshakeConfig(conn, false))
 	if err != nil {
+		if nw.ctx.Err() != nil { // the network closed the socket: not the peer's fault
+			conn.Close()
+			return
+		}
 		nw.handshakeFailed(conn, err)
 		return
 	}
@@ -84,11 +96,7 @@ func (nw *network) accept(raw net.Conn) {
 		conn.Close()
 		return
 	}
-	if peer.Name == nw.node.name {
-		nw.handshakeFailed(conn, fmt.Errorf("peer claims this node's own name %s: %w", peer.Name, gen.ErrIncorrect))
-		return
-	}
-	if _, err := nw.register(newConnection(nw, conn, peer, false), nil); err != nil {
-		nw.node.log.Debug("accepted %s while stopping: %v", peer.Name, err)
+	if err := nw.register(newConnection(nw, conn, peer, false), nil); err != nil {
+		nw.node.log.Debug("accepted %s but did not register it: %v", peer.Name, err)
 	}
 }

@@ -54,58 +54,36 @@ func (t *callTable) resolve(ref gen.Ref, value any, err error) bool {
 // self is the calling process, nil for the node itself. The target is
 // watched while waiting so that its end or its node's loss answers at once.
 func (n *node) call(self *process, from gen.PID, to any, kind frameKind, payload any, timeout int) (any, error) {
-	addr, err := n.resolve(to)
+	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return nil, fmt.Errorf("call: %w", err)
-	}
-	if addr.node != n.name {
-		env := &envelope{kind: kind, from: from, target: addr.target(), ref: n.makeRef(), payload: payload}
-		v, err := n.remoteRequest(self, env, timeout)
-		if err != nil {
-			return nil, fmt.Errorf("call %v: %w", to, err)
-		}
-		return v, nil
-	}
-	if self != nil && (addr.pid == self.pid || (addr.name != "" && addr.name == self.name)) {
-		return nil, fmt.Errorf("call %v: a process cannot call itself: %w", to, gen.ErrNotAllowed)
 	}
 	ref := n.makeRef()
 	ch := n.calls.add(ref)
 	defer n.calls.remove(ref)
 	w := watcher{pid: from, ref: ref, kind: relCall}
-	target := n.lookupAddr(addr)
-	if target == nil || !n.rel.addChecked(target.pid, w, n.localExists(target.pid)) {
-		return nil, fmt.Errorf("call %v: %w", to, gen.ErrProcessUnknown)
+	switch {
+	case n.isRemote(t):
+		// Watching the remote target makes the loss of its node answer at once.
+		n.rel.add(t, w)
+		defer n.rel.remove(t, w)
+		err = n.sendRemote(t.node, &envelope{kind: kind, from: from, target: t, ref: ref, payload: payload})
+	case self != nil && t.names(self):
+		err = fmt.Errorf("a process cannot call itself: %w", gen.ErrNotAllowed)
+	default:
+		var pid gen.PID
+		if pid, err = n.enqueueRequest(t, from, ref, kind, payload); err == nil {
+			defer n.rel.remove(pidTarget(pid), w)
+		}
 	}
-	defer n.rel.remove(target.pid, w)
-	m := &gen.MailboxMessage{From: from, Ref: ref, Type: gen.MailboxMessageTypeRequest, Message: payload}
-	q := &target.main
-	if kind == kindInspect {
-		m.Type, q = gen.MailboxMessageTypeInspect, &target.system
+	var v any
+	if err == nil {
+		v, err = n.await(self, ch, timeout)
 	}
-	if err := target.deliver(q, m); err != nil {
-		return nil, fmt.Errorf("call %v: %w", to, err)
-	}
-	v, err := n.await(self, ch, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("call %v: %w", to, err)
+		return nil, fmt.Errorf("call %v: %w", t, err)
 	}
 	return v, nil
-}
-
-// remoteRequest sends env, whose ref is set, to the target's node and waits
-// for the answer. The target is watched meanwhile, so losing its node
-// answers ErrNoConnection at once.
-func (n *node) remoteRequest(self *process, env *envelope, timeout int) (any, error) {
-	ch := n.calls.add(env.ref)
-	defer n.calls.remove(env.ref)
-	w := watcher{pid: env.from, ref: env.ref, kind: relCall}
-	n.rel.add(env.target, w)
-	defer n.rel.remove(env.target, w)
-	if err := n.sendRemote(targetNode(env.target), env); err != nil {
-		return nil, err
-	}
-	return n.await(self, ch, timeout)
 }
 
 // await waits for a pending Call's answer, the timeout (in seconds) or the
@@ -137,12 +115,12 @@ func (n *node) await(self *process, ch chan callResult, timeout int) (any, error
 	}
 }
 
-// inspect asks target for its inspection map.
-func (n *node) inspect(self *process, from gen.PID, target gen.PID, items []string) (map[string]string, error) {
+// inspect asks the process pid for its inspection map.
+func (n *node) inspect(self *process, from gen.PID, pid gen.PID, items []string) (map[string]string, error) {
 	if items == nil {
 		items = []string{}
 	}
-	v, err := n.call(self, from, target, kindInspect, items, gen.DefaultRequestTimeout)
+	v, err := n.call(self, from, pid, kindInspect, items, gen.DefaultRequestTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -152,18 +130,18 @@ func (n *node) inspect(self *process, from gen.PID, target gen.PID, items []stri
 	case nil:
 		return map[string]string{}, nil
 	}
-	return nil, fmt.Errorf("inspect %s: answer of type %T: %w", target, v, gen.ErrMalformed)
+	return nil, fmt.Errorf("inspect %s: answer of type %T: %w", pid, v, gen.ErrMalformed)
 }
 
 // respond answers the Call ref made by to. A response nobody waits for any
 // more is dropped without error.
 func (n *node) respond(from, to gen.PID, ref gen.Ref, value any, err error) error {
-	n.rel.remove(from, watcher{pid: to, ref: ref, kind: relCall})
+	n.rel.remove(pidTarget(from), watcher{pid: to, ref: ref, kind: relCall})
 	if to.Node == n.name {
 		n.calls.resolve(ref, value, err)
 		return nil
 	}
-	env := &envelope{kind: kindResponse, from: from, target: to, ref: ref, payload: value}
+	env := &envelope{kind: kindResponse, from: from, target: pidTarget(to), ref: ref, payload: value}
 	if err != nil {
 		env.flags, env.payload = flagError, err
 	}

@@ -70,14 +70,6 @@ func newConnection(nw *network, conn net.Conn, peer handshake.Identity, dialled 
 	return c
 }
 
-// dialer returns the name of the node that dialled the connection.
-func (c *connection) dialer() gen.Atom {
-	if c.dialled {
-		return c.nw.node.name
-	}
-	return c.peer.Name
-}
-
 // send encodes env and queues it. An unencodable payload (for example an
 // unregistered type) fails here and nothing is queued.
 //
@@ -186,7 +178,7 @@ func (c *connection) writeLoop() {
 				if err != nil {
 					// The socket closes either way; what was queued is lost.
 					c.nw.drop(dropRetireFlush)
-					c.nw.node.log.Warning("flushing the connection to %s before closing it: %v", c.peer.Name, err)
+					c.nw.logs.Warning("flush", "flushing the connection to %s before closing it: %v", c.peer.Name, err)
 				}
 				c.closeWrite()
 			}
@@ -260,12 +252,14 @@ func (c *connection) readLoop() {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):
 			c.nw.drop(dropUnknownType)
-			c.nw.node.log.Warning("dropped a frame from %s: %v", c.peer.Name, err)
+			c.nw.logs.Warning("frame", "dropped a frame from %s: %v", c.peer.Name, err)
 			c.nw.node.refuseUnknown(c, env, err)
 			continue
 		default:
 			c.nw.drop(dropMalformed)
-			c.teardown(fmt.Errorf("malformed frame from %s: %w", c.peer.Name, err))
+			err = fmt.Errorf("malformed frame from %s: %w", c.peer.Name, err)
+			c.nw.logs.Warning("frame", "closing the connection to %s: %v", c.peer.Name, err)
+			c.teardown(err)
 			return
 		}
 		switch env.kind {
@@ -293,8 +287,10 @@ func (c *connection) readFailed(err error) {
 	case c.isDone():
 	case errors.Is(err, gen.ErrTooLarge):
 		c.nw.drop(dropTooLarge)
+		c.nw.logs.Warning("frame", "closing the connection to %s: %v", c.peer.Name, err)
 	case errors.Is(err, gen.ErrMalformed):
 		c.nw.drop(dropMalformed)
+		c.nw.logs.Warning("frame", "closing the connection to %s: %v", c.peer.Name, err)
 	case errors.Is(err, io.EOF):
 		err = fmt.Errorf("closed by peer: %w", err)
 	}

@@ -7,55 +7,6 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// address is a resolved destination: a PID, or a registered name on a node.
-type address struct {
-	pid  gen.PID
-	name gen.Atom
-	node gen.Atom
-}
-
-// target returns the relation target for the address.
-func (a address) target() any {
-	if a.name != "" {
-		return gen.ProcessID{Name: a.name, Node: a.node}
-	}
-	return a.pid
-}
-
-// resolve turns the `to` of Send and Call (a gen.PID, a gen.ProcessID, or a
-// gen.Atom naming a local process) into an address.
-func (n *node) resolve(to any) (address, error) {
-	switch t := to.(type) {
-	case gen.PID:
-		if t.Node == "" {
-			return address{}, fmt.Errorf("destination %v has no node: %w", t, gen.ErrIncorrect)
-		}
-		return address{pid: t, node: t.Node}, nil
-	case gen.ProcessID:
-		if t.Name == "" {
-			return address{}, fmt.Errorf("destination %v has no name: %w", t, gen.ErrIncorrect)
-		}
-		if t.Node == "" {
-			t.Node = n.name
-		}
-		return address{name: t.Name, node: t.Node}, nil
-	case gen.Atom:
-		if t == "" {
-			return address{}, fmt.Errorf("empty destination name: %w", gen.ErrIncorrect)
-		}
-		return address{name: t, node: n.name}, nil
-	}
-	return address{}, fmt.Errorf("destination of type %T: %w", to, gen.ErrIncorrect)
-}
-
-// lookupAddr returns the local process at addr, or nil.
-func (n *node) lookupAddr(a address) *process {
-	if a.name != "" {
-		return n.lookupName(a.name)
-	}
-	return n.lookup(a.pid)
-}
-
 // deliver pushes m into q, telling a full mailbox from a gone process.
 func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 	if p.push(q, m) {
@@ -69,20 +20,21 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
-	addr, err := n.resolve(to)
+	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	if addr.node != n.name {
-		return n.sendRemote(addr.node, &envelope{kind: kindMessage, from: from, target: addr.target(), payload: message})
-	}
-	return n.sendLocal(from, addr, message)
+	return n.sendTo(from, t, message)
 }
 
-func (n *node) sendLocal(from gen.PID, addr address, message any) error {
-	p := n.lookupAddr(addr)
+// sendTo sends message to t, a process here or on another node.
+func (n *node) sendTo(from gen.PID, t target, message any) error {
+	if n.isRemote(t) {
+		return n.sendRemote(t.node, &envelope{kind: kindMessage, from: from, target: t, payload: message})
+	}
+	p := n.find(t)
 	if p == nil {
-		return fmt.Errorf("send to %v: %w", addr.target(), gen.ErrProcessUnknown)
+		return fmt.Errorf("send to %v: %w", t, gen.ErrProcessUnknown)
 	}
 	return p.deliver(&p.main, &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message})
 }
@@ -93,7 +45,7 @@ func (n *node) sendExit(from gen.PID, to gen.PID, reason error) error {
 		return fmt.Errorf("send exit to %s: nil reason: %w", to, gen.ErrIncorrect)
 	}
 	if to.Node != n.name {
-		return n.sendRemote(to.Node, &envelope{kind: kindExit, from: from, target: to, payload: reason})
+		return n.sendRemote(to.Node, &envelope{kind: kindExit, from: from, target: pidTarget(to), payload: reason})
 	}
 	return n.exitLocal(from, to, reason)
 }
@@ -107,14 +59,42 @@ func (n *node) exitLocal(from gen.PID, to gen.PID, reason error) error {
 	return p.deliver(&p.urgent, m)
 }
 
+// enqueueRequest queues a Call (kindRequest) or an inspection (kindInspect)
+// from `from` in the mailbox of the local process t names, watching that
+// process meanwhile so that its end answers the caller. It returns the
+// watched PID; the watch ends with the response (see respond) or the
+// process's end.
+func (n *node) enqueueRequest(t target, from gen.PID, ref gen.Ref, kind frameKind, payload any) (gen.PID, error) {
+	p := n.find(t)
+	w := watcher{pid: from, ref: ref, kind: relCall}
+	if p == nil || !n.rel.addIfLive(pidTarget(p.pid), w) {
+		return gen.PID{}, gen.ErrProcessUnknown // the caller names the target
+	}
+	m := &gen.MailboxMessage{From: from, Ref: ref, Type: gen.MailboxMessageTypeRequest, Message: payload}
+	q := &p.main
+	if kind == kindInspect {
+		items, isItems := payload.([]string)
+		if !isItems {
+			items = []string{}
+		}
+		m.Type, m.Message, q = gen.MailboxMessageTypeInspect, items, &p.system
+	}
+	if err := p.deliver(q, m); err != nil {
+		n.rel.remove(pidTarget(p.pid), w)
+		return gen.PID{}, err
+	}
+	return p.pid, nil
+}
+
 // sendAfter arms a timer that sends message when it fires.
 func (n *node) sendAfter(from gen.PID, to any, message any, after time.Duration) (gen.CancelFunc, error) {
-	if _, err := n.resolve(to); err != nil {
+	t, err := n.parseTarget(to, false)
+	if err != nil {
 		return nil, fmt.Errorf("send after: %w", err)
 	}
 	cancel, err := n.timers.arm(after, func() {
-		if err := n.send(from, to, message); err != nil {
-			n.log.Debug("timed send from %s to %v: %v", from, to, err)
+		if err := n.sendTo(from, t, message); err != nil {
+			n.log.Debug("timed send from %s to %v: %v", from, t, err)
 		}
 	})
 	if err != nil {

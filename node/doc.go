@@ -47,4 +47,22 @@
 //     when both nodes dialled each other at once and one of the two
 //     connections is retired (nothing is lost then, but the two streams may
 //     interleave).
+//  8. A networked node needs a cookie (gen.ErrEmptyCookie otherwise, unless
+//     NetworkOptions.InsecureOpen), and refuses what it cannot afford:
+//     accepted connections beyond MaxHandshakes in their handshake, peers
+//     beyond MaxPeers, a second node under a connected name with an older
+//     creation (a newer one replaces the connection, as a restarted node
+//     does), and, with TLSVerifyNodeName, a certificate that does not name
+//     the host of the node name. Every refusal is counted in
+//     Network().Stats(); repeated failures are logged within a budget per
+//     kind (5 lines per 10 s), not once each.
+//
+// Inside, a process target (the `to` of Send and Call, the target of Link
+// and Monitor) is decoded once, at the public method, into a target value
+// (target.go) that relations, envelopes and the wire all use. remote.go is
+// the node's half of the network: what its operations send and what it does
+// with received frames; network.go, acceptor.go, admission.go and
+// connection.go carry the frames and decide who gets a connection. A node
+// without network has a network value too, disabled, so no code asks
+// whether one exists.
 package node

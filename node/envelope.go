@@ -31,7 +31,7 @@ type envelope struct {
 	flags   uint8
 	from    gen.PID
 	to      gen.PID // the watcher, for kindDown
-	target  any     // gen.PID or gen.ProcessID (Node set); the caller's PID for kindResponse
+	target  target  // a process (never a node); the caller's PID for kindResponse
 	ref     gen.Ref
 	payload any
 }

@@ -56,6 +56,16 @@ func servesOthers(t *testing.T, n gen.Node) {
 	other.Stop()
 }
 
+// warned reports whether logs hold a WARN line containing text.
+func warned(logs, text string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, text) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestHostilePeers(t *testing.T) {
 	t.Run("a wrong cookie is refused on both sides and logged", func(t *testing.T) {
 		a, logs := startNet(t, "guarded@127.0.0.1", fastNet(testCookie))
@@ -85,26 +95,28 @@ func TestHostilePeers(t *testing.T) {
 		require.Eventually(t, func() bool { return a.Network().Stats().Dropped["handshake_failed"] == 1 }, wait, time.Millisecond)
 		servesOthers(t, a)
 	})
-	t.Run("an oversized frame closes that connection, is counted, and the node serves others", func(t *testing.T) {
+	t.Run("an oversized frame closes that connection, is counted, logged as a warning, and the node serves others", func(t *testing.T) {
 		opts := fastNet(testCookie)
 		opts.MaxFrameSize = 1024
-		a, _ := startNet(t, "capped@127.0.0.1", opts)
+		a, logs := startNet(t, "capped@127.0.0.1", opts)
 		conn := dialRaw(t, a, "big@127.0.0.1")
 		header := binary.BigEndian.AppendUint32(nil, 1<<30)
 		_, err := conn.Write(header)
 		require.NoError(t, err)
 		closedByPeer(t, conn)
 		require.Eventually(t, func() bool { return a.Network().Stats().Dropped["too_large"] == 1 }, wait, time.Millisecond)
+		require.Eventually(t, func() bool { return warned(logs.String(), "exceeds the cap") }, wait, time.Millisecond)
 		servesOthers(t, a)
 	})
-	t.Run("a malformed frame closes that connection, is counted, and the node serves others", func(t *testing.T) {
-		a, _ := startNet(t, "strict@127.0.0.1", fastNet(testCookie))
+	t.Run("a malformed frame closes that connection, is counted, logged as a warning, and the node serves others", func(t *testing.T) {
+		a, logs := startNet(t, "strict@127.0.0.1", fastNet(testCookie))
 		conn := dialRaw(t, a, "sloppy@127.0.0.1")
 		payload := []byte{0xEE, 0, 0, 1, 2, 3}
 		_, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...))
 		require.NoError(t, err)
 		closedByPeer(t, conn)
 		require.Eventually(t, func() bool { return a.Network().Stats().Dropped["malformed"] == 1 }, wait, time.Millisecond)
+		require.Eventually(t, func() bool { return warned(logs.String(), "malformed frame") }, wait, time.Millisecond)
 		servesOthers(t, a)
 	})
 	t.Run("a silent peer is declared down after the keepalive timeout", func(t *testing.T) {

@@ -26,43 +26,50 @@ type watcher struct {
 }
 
 type relEntry struct {
-	target any
+	target target
 	w      watcher
 }
 
 // relations records monitors, links and pending Calls, keyed by what they
-// watch: a gen.PID, a gen.ProcessID (Node always set), or a gen.Atom naming
-// a node. Watchers may be local or remote; targets too. A remote target is
+// watch. Watchers may be local or remote; targets too. A remote target is
 // also recorded on its own node, which reports its end with a down frame.
 type relations struct {
 	node *node
 
-	mu       sync.Mutex // guards targets and watching; never held while taking node.mu's write lock
-	targets  map[any]map[watcher]struct{}
+	mu       sync.Mutex // guards targets and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
+	targets  map[target]map[watcher]struct{}
 	watching map[gen.PID]map[relEntry]struct{} // local watchers only: what each one watches
 }
 
-// add records w watching target. When exists is not nil it is checked under
-// the lock, so the record cannot slip in after the target's end was
-// announced; add then reports false and records nothing.
-func (r *relations) add(target any, w watcher) {
-	r.addChecked(target, w, nil)
-}
-
-func (r *relations) addChecked(target any, w watcher, exists func() bool) bool {
+// add records w watching t.
+func (r *relations) add(t target, w watcher) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if exists != nil && !exists() {
+	r.addLocked(t, w)
+}
+
+// addIfLive records w watching t, a local process, and reports true, only
+// if t is alive: the check and the record happen under one lock, so the
+// record cannot slip in after t's end was announced.
+func (r *relations) addIfLive(t target, w watcher) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.node.find(t) == nil {
 		return false
 	}
+	r.addLocked(t, w)
+	return true
+}
+
+func (r *relations) addLocked(t target, w watcher) {
 	if r.targets == nil {
-		r.targets = make(map[any]map[watcher]struct{})
+		r.targets = make(map[target]map[watcher]struct{})
 		r.watching = make(map[gen.PID]map[relEntry]struct{})
 	}
-	set := r.targets[target]
+	set := r.targets[t]
 	if set == nil {
 		set = make(map[watcher]struct{})
-		r.targets[target] = set
+		r.targets[t] = set
 	}
 	set[w] = struct{}{}
 	// A pending Call removes its own record when it returns, so it needs no
@@ -73,20 +80,19 @@ func (r *relations) addChecked(target any, w watcher, exists func() bool) bool {
 			mine = make(map[relEntry]struct{})
 			r.watching[w.pid] = mine
 		}
-		mine[relEntry{target, w}] = struct{}{}
+		mine[relEntry{t, w}] = struct{}{}
 	}
-	return true
 }
 
 // remove deletes one record and reports whether it existed.
-func (r *relations) remove(target any, w watcher) bool {
+func (r *relations) remove(t target, w watcher) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.removeLocked(target, w)
+	return r.removeLocked(t, w)
 }
 
-func (r *relations) removeLocked(target any, w watcher) bool {
-	set, ok := r.targets[target]
+func (r *relations) removeLocked(t target, w watcher) bool {
+	set, ok := r.targets[t]
 	if !ok {
 		return false
 	}
@@ -95,10 +101,10 @@ func (r *relations) removeLocked(target any, w watcher) bool {
 	}
 	delete(set, w)
 	if len(set) == 0 {
-		delete(r.targets, target)
+		delete(r.targets, t)
 	}
 	if mine := r.watching[w.pid]; mine != nil {
-		delete(mine, relEntry{target, w})
+		delete(mine, relEntry{t, w})
 		if len(mine) == 0 {
 			delete(r.watching, w.pid)
 		}
@@ -106,12 +112,14 @@ func (r *relations) removeLocked(target any, w watcher) bool {
 	return true
 }
 
-// takeTarget removes and returns every watcher of target.
-func (r *relations) takeTargetLocked(target any, out []relEntry) []relEntry {
-	for w := range r.targets[target] {
-		out = append(out, relEntry{target, w})
+// takeTargetLocked removes every watcher of t and appends them to out.
+// Called with r.mu held.
+func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
+	start := len(out)
+	for w := range r.targets[t] {
+		out = append(out, relEntry{t, w})
 	}
-	for _, e := range out {
+	for _, e := range out[start:] {
 		r.removeLocked(e.target, e.w)
 	}
 	return out
@@ -121,9 +129,9 @@ func (r *relations) takeTargetLocked(target any, out []relEntry) []relEntry {
 // (by PID or by its registered name) and drops what p itself watched.
 func (r *relations) targetGone(p *process, reason error) {
 	r.mu.Lock()
-	fired := r.takeTargetLocked(p.pid, nil)
+	fired := r.takeTargetLocked(pidTarget(p.pid), nil)
 	if p.name != "" {
-		fired = r.takeTargetLocked(gen.ProcessID{Name: p.name, Node: r.node.name}, fired)
+		fired = r.takeTargetLocked(target{name: p.name, node: r.node.name}, fired)
 	}
 	r.mu.Unlock()
 	r.forget(p)
@@ -139,7 +147,7 @@ func (r *relations) forget(p *process) {
 	var remote []relEntry
 	for e := range r.watching[p.pid] {
 		r.removeLocked(e.target, e.w)
-		if e.w.kind != relCall && targetNode(e.target) != r.node.name {
+		if e.w.kind != relCall && r.node.isRemote(e.target) {
 			remote = append(remote, e)
 		}
 	}
@@ -161,14 +169,13 @@ func (r *relations) nodeDown(name gen.Atom) {
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
-	for target, set := range r.targets {
-		remoteTarget := targetNode(target) == name
+	for t, set := range r.targets {
 		for w := range set {
 			switch {
-			case remoteTarget:
-				fired = append(fired, relEntry{target, w})
+			case t.node == name:
+				fired = append(fired, relEntry{t, w})
 			case w.pid.Node == name:
-				dropped = append(dropped, relEntry{target, w})
+				dropped = append(dropped, relEntry{t, w})
 			}
 		}
 	}
@@ -184,24 +191,11 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	}
 }
 
-// targetNode returns the node a relation target lives on.
-func targetNode(target any) gen.Atom {
-	switch t := target.(type) {
-	case gen.PID:
-		return t.Node
-	case gen.ProcessID:
-		return t.Node
-	case gen.Atom:
-		return t
-	}
-	return ""
-}
-
-// notify tells watcher w that target ended with reason, locally or through
-// the watcher's node.
-func (n *node) notify(target any, w watcher, reason error) {
+// notify tells watcher w that t ended with reason, locally or through the
+// watcher's node.
+func (n *node) notify(t target, w watcher, reason error) {
 	if w.pid.Node != n.name {
-		n.notifyRemote(target, w, reason)
+		n.notifyRemote(t, w, reason)
 		return
 	}
 	if w.kind == relCall {
@@ -209,104 +203,42 @@ func (n *node) notify(target any, w watcher, reason error) {
 		if errors.Is(reason, gen.ErrNoConnection) || errors.Is(reason, gen.ErrProcessUnknown) {
 			err = reason
 		}
-		n.calls.resolve(w.ref, nil, fmt.Errorf("call %v: %w", target, err))
+		n.calls.resolve(w.ref, nil, fmt.Errorf("call %v: %w", t, err))
 		return
 	}
 	p := n.lookup(w.pid)
 	if p == nil {
 		return
 	}
-	from, _ := target.(gen.PID)
 	if w.kind == relLink {
-		p.push(&p.urgent, &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeExit, Target: target, Message: exitMessage(target, reason)})
+		p.push(&p.urgent, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeExit, Target: t.value(), Message: t.exit(reason)})
 		return
 	}
-	p.push(&p.system, &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Target: target, Message: downMessage(target, reason)})
-}
-
-func downMessage(target any, reason error) any {
-	switch t := target.(type) {
-	case gen.PID:
-		return gen.MessageDownPID{PID: t, Reason: reason}
-	case gen.ProcessID:
-		return gen.MessageDownProcessID{ProcessID: t, Reason: reason}
-	default:
-		return gen.MessageDownNode{Name: targetNode(target)}
-	}
-}
-
-func exitMessage(target any, reason error) any {
-	switch t := target.(type) {
-	case gen.PID:
-		return gen.MessageExitPID{PID: t, Reason: reason}
-	case gen.ProcessID:
-		return gen.MessageExitProcessID{ProcessID: t, Reason: reason}
-	default:
-		return gen.MessageExitNode{Name: targetNode(target)}
-	}
-}
-
-// watchTarget turns the argument of Link/Monitor into a relation target.
-func (n *node) watchTarget(target any) (any, error) {
-	switch t := target.(type) {
-	case gen.PID:
-		if t.Node == "" {
-			return nil, fmt.Errorf("target %v has no node: %w", t, gen.ErrIncorrect)
-		}
-		return t, nil
-	case gen.ProcessID:
-		if t.Name == "" {
-			return nil, fmt.Errorf("target %v has no name: %w", t, gen.ErrIncorrect)
-		}
-		if t.Node == "" {
-			t.Node = n.name
-		}
-		return t, nil
-	case gen.Atom:
-		if t == n.name || t == "" {
-			return nil, fmt.Errorf("target node %q: %w", t, gen.ErrIncorrect)
-		}
-		return t, nil
-	}
-	return nil, fmt.Errorf("target of type %T: %w", target, gen.ErrIncorrect)
-}
-
-// localExists returns the existence check of a local relation target.
-func (n *node) localExists(target any) func() bool {
-	return func() bool {
-		switch t := target.(type) {
-		case gen.PID:
-			return n.lookup(t) != nil
-		case gen.ProcessID:
-			return n.lookupName(t.Name) != nil
-		}
-		return false
-	}
+	p.push(&p.system, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeRegular, Target: t.value(), Message: t.down(reason)})
 }
 
 // watch implements Link and Monitor.
-func (n *node) watch(p *process, target any, kind relKind) error {
-	t, err := n.watchTarget(target)
+func (n *node) watch(p *process, to any, kind relKind) error {
+	t, err := n.parseTarget(to, true)
 	if err != nil {
 		return err
 	}
 	w := watcher{pid: p.pid, kind: kind}
-	where := targetNode(t)
-	if where == n.name {
-		if !n.rel.addChecked(t, w, n.localExists(t)) {
+	if !n.isRemote(t) {
+		if !n.rel.addIfLive(t, w) {
 			return fmt.Errorf("watch %v: %w", t, gen.ErrProcessUnknown)
 		}
 		return nil
 	}
 	n.rel.add(t, w)
-	if _, isNode := t.(gen.Atom); isNode {
-		err = n.connectTo(where)
+	if t.isNode() {
+		err = n.connectTo(t.node)
 	} else {
 		// The watch is one-way: waiting for the target's node to record it
 		// would block the watcher for a round trip. An unknown target is
 		// reported by a Down (or exit) with gen.ErrProcessUnknown, and a
 		// lost connection by one with gen.ErrNoConnection, as for any watch.
-		err = n.sendRemote(where, &envelope{kind: kindWatch, flags: uint8(kind), from: p.pid, target: t})
+		err = n.sendRemote(t.node, &envelope{kind: kindWatch, flags: uint8(kind), from: p.pid, target: t})
 	}
 	if err != nil {
 		n.rel.remove(t, w)
@@ -316,32 +248,14 @@ func (n *node) watch(p *process, target any, kind relKind) error {
 }
 
 // unwatch implements Unlink and Demonitor.
-func (n *node) unwatch(p *process, target any, kind relKind) error {
-	t, err := n.watchTarget(target)
+func (n *node) unwatch(p *process, to any, kind relKind) error {
+	t, err := n.parseTarget(to, true)
 	if err != nil {
 		return err
 	}
 	w := watcher{pid: p.pid, kind: kind}
-	if !n.rel.remove(t, w) {
-		return nil
-	}
-	if _, isNode := t.(gen.Atom); !isNode && targetNode(t) != n.name {
+	if n.rel.remove(t, w) && n.isRemote(t) {
 		n.sendUnwatch(t, w)
 	}
 	return nil
-}
-
-// sendUnwatch tells a remote target's node to drop a watcher, if a
-// connection exists; without one the remote side has already dropped it.
-func (n *node) sendUnwatch(target any, w watcher) {
-	if _, isNode := target.(gen.Atom); isNode || n.net == nil {
-		return
-	}
-	c := n.net.existing(targetNode(target))
-	if c == nil {
-		return
-	}
-	if err := c.send(&envelope{kind: kindUnwatch, flags: uint8(w.kind), from: w.pid, target: target}); err != nil {
-		n.log.Debug("unwatch %v on %s: %v", target, targetNode(target), err)
-	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -96,3 +98,70 @@ func (l *logger) Warning(format string, args ...any) { l.write(gen.LogLevelWarni
 func (l *logger) Error(format string, args ...any)   { l.write(gen.LogLevelError, format, args) }
 func (l *logger) Panic(format string, args ...any)   { l.write(gen.LogLevelPanic, format, args) }
 func (l *logger) Logger() *slog.Logger               { return l.slog }
+
+// The budget of one repeated-failure log site: at most logBurst lines per
+// logWindow. Lines past it are counted instead, and the site's first line
+// in a later window says how many were suppressed.
+const (
+	logWindow = 10 * time.Second
+	logBurst  = 5
+)
+
+// limitedLog writes the lines of sites that fail once per bad connection or
+// frame (refused handshakes, bad frames, failed dials), each site within
+// its budget, so that a flood of bad input cannot flood the log. Sites are
+// named by the caller; every counter the lines report stays exact in
+// NetworkStats.
+type limitedLog struct {
+	log *logger
+	now func() time.Time
+
+	mu    sync.Mutex // guards sites; taken last, and released before the line is written
+	sites map[string]*logSite
+}
+
+// logSite is one site's budget in its current window.
+type logSite struct {
+	start      time.Time
+	written    int
+	suppressed int
+}
+
+func newLimitedLog(l *logger) *limitedLog {
+	return &limitedLog{log: l, now: time.Now, sites: make(map[string]*logSite)}
+}
+
+func (l *limitedLog) Info(site, format string, args ...any) {
+	l.write(gen.LogLevelInfo, site, format, args)
+}
+
+func (l *limitedLog) Warning(site, format string, args ...any) {
+	l.write(gen.LogLevelWarning, site, format, args)
+}
+
+func (l *limitedLog) write(level gen.LogLevel, site, format string, args []any) {
+	now := l.now()
+	l.mu.Lock()
+	s := l.sites[site]
+	if s == nil {
+		s = &logSite{start: now}
+		l.sites[site] = s
+	}
+	var carried int
+	if now.Sub(s.start) >= logWindow {
+		carried = s.suppressed
+		*s = logSite{start: now}
+	}
+	if s.written >= logBurst {
+		s.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	s.written++
+	l.mu.Unlock()
+	if carried > 0 {
+		format += " (%d similar lines suppressed)"
+		args = append(args[:len(args):len(args)], carried)
+	}
+	l.log.write(level, format, args)
+}

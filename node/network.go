@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sort"
 	"sync"
@@ -24,7 +24,14 @@ const (
 	defaultHandshakeTimeout = 5 * time.Second
 	defaultBackoffMin       = 100 * time.Millisecond
 	defaultBackoffMax       = 5 * time.Second
+	defaultMaxHandshakes    = 64
+	defaultMaxPeers         = 1024
 )
+
+// minCookieBytes is the shortest cookie node.Start accepts without a
+// warning: 16 bytes, 128 bits if they are random, is beyond offline
+// guessing of one captured proof.
+const minCookieBytes = 16
 
 // Reasons counted in NetworkStats.Dropped.
 const (
@@ -47,29 +54,36 @@ const (
 )
 
 // network implements gen.Network: the acceptor, one connection per peer
-// node, routes, and the codec registry.
+// node, routes, and the codec registry. A node without network
+// (NetworkModeDisabled) has one too, disabled: it keeps the registry, has
+// no acceptor, and refuses to dial.
 type network struct {
 	registry
-	node *node
-	opts gen.NetworkOptions
-	hs   handshake.Config
+	node     *node
+	disabled bool
+	opts     gen.NetworkOptions
+	hs       handshake.Config
 
 	listener net.Listener
 	wg       sync.WaitGroup // the acceptor loop, every connection's reader and writer, accepts and dials in progress
 	ctx      context.Context
 	cancel   context.CancelFunc // ends dials in progress when the network closes
 
-	mu      sync.Mutex // guards the fields below
-	closed  bool
-	conns   map[gen.Atom]*connection
-	routes  map[gen.Atom]string
-	dialing map[gen.Atom]*dialAttempt
-	backoff map[gen.Atom]backoffState
-	pending map[net.Conn]struct{} // accepted and dialled sockets still in their handshake
+	mu        sync.Mutex // guards the fields below; taken before connection.mu, never after
+	closed    bool
+	conns     map[gen.Atom]*connection
+	routes    map[gen.Atom]string
+	dialing   map[gen.Atom]*dialAttempt
+	backoff   map[gen.Atom]backoffState
+	pending   map[net.Conn]struct{} // accepted and dialled sockets still in their handshake
+	accepting int                   // how many of pending were accepted (bounded by MaxHandshakes)
+
+	logs *limitedLog // the network's repeated-failure log lines
 
 	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
-	dropMu                                           sync.Mutex // guards dropped
+	countMu                                          sync.Mutex // guards dropped and rejectedBy; taken last
 	dropped                                          map[string]uint64
+	rejectedBy                                       map[string]uint64
 }
 
 // dialAttempt is a dial running in the background and the frames sent to
@@ -102,7 +116,17 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 	orDefault(&o.HandshakeTimeout, defaultHandshakeTimeout)
 	orDefault(&o.ReconnectBackoffMin, defaultBackoffMin)
 	orDefault(&o.ReconnectBackoffMax, defaultBackoffMax)
+	orDefault(&o.MaxHandshakes, defaultMaxHandshakes)
+	orDefault(&o.MaxPeers, defaultMaxPeers)
 	switch {
+	case o.Cookie == "" && !o.InsecureOpen:
+		return o, fmt.Errorf("no cookie, and InsecureOpen is not set: every node without a cookie could join: %w", gen.ErrEmptyCookie)
+	case o.Cookie != "" && o.InsecureOpen:
+		return o, fmt.Errorf("InsecureOpen with a Cookie: choose one: %w", gen.ErrIncorrect)
+	case o.TLSVerifyNodeName && o.TLS == nil:
+		return o, fmt.Errorf("TLSVerifyNodeName without TLS: %w", gen.ErrIncorrect)
+	case o.MaxHandshakes < 0 || o.MaxPeers < 0:
+		return o, fmt.Errorf("negative MaxHandshakes %d or MaxPeers %d: %w", o.MaxHandshakes, o.MaxPeers, gen.ErrIncorrect)
 	case o.KeepAlivePeriod < 0 || o.KeepAliveTimeout <= o.KeepAlivePeriod:
 		return o, fmt.Errorf("KeepAliveTimeout %v must exceed KeepAlivePeriod %v: %w", o.KeepAliveTimeout, o.KeepAlivePeriod, gen.ErrIncorrect)
 	case o.MaxFrameSize < 64:
@@ -114,23 +138,34 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 }
 
 func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
-	opts, err := withDefaults(options)
-	if err != nil {
-		return nil, fmt.Errorf("network options: %w", err)
-	}
 	nw := &network{
-		node:     n,
-		opts:     opts,
-		registry: registry{reg: codec.NewRegistry()},
-		hs:       handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}},
-		conns:    make(map[gen.Atom]*connection),
-		routes:   make(map[gen.Atom]string),
-		dialing:  make(map[gen.Atom]*dialAttempt),
-		backoff:  make(map[gen.Atom]backoffState),
-		pending:  make(map[net.Conn]struct{}),
-		dropped:  make(map[string]uint64),
+		node:       n,
+		disabled:   options.Mode == gen.NetworkModeDisabled,
+		registry:   registry{reg: codec.NewRegistry()},
+		conns:      make(map[gen.Atom]*connection),
+		routes:     make(map[gen.Atom]string),
+		dialing:    make(map[gen.Atom]*dialAttempt),
+		backoff:    make(map[gen.Atom]backoffState),
+		pending:    make(map[net.Conn]struct{}),
+		logs:       newLimitedLog(n.log),
+		dropped:    make(map[string]uint64),
+		rejectedBy: make(map[string]uint64),
 	}
 	nw.ctx, nw.cancel = context.WithCancel(context.Background())
+	if nw.disabled {
+		return nw, nil
+	}
+	opts, err := withDefaults(options)
+	if err != nil {
+		nw.cancel()
+		return nil, fmt.Errorf("network options: %w", err)
+	}
+	nw.opts = opts
+	nw.hs = handshake.Config{Cookie: opts.Cookie, Self: handshake.Identity{Name: n.name, Creation: n.creation}}
+	if opts.Cookie != "" && len(opts.Cookie) < minCookieBytes {
+		n.log.Warning("the cookie has %d bytes: one captured handshake lets an attacker guess a cookie this short offline; use %d or more random bytes",
+			len(opts.Cookie), minCookieBytes)
+	}
 	for name, addr := range opts.Routes {
 		nw.routes[name] = addr
 	}
@@ -143,7 +178,18 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 	return nw, nil
 }
 
+// refuseDisabled fails op toward name when the node has no network.
+func (nw *network) refuseDisabled(op string, name gen.Atom) error {
+	if nw.disabled {
+		return fmt.Errorf("%s %s: network disabled: %w", op, name, gen.ErrNoConnection)
+	}
+	return nil
+}
+
 func (nw *network) AddRoute(name gen.Atom, address string) error {
+	if nw.disabled {
+		return fmt.Errorf("add route to %s: network disabled: %w", name, gen.ErrNotAllowed)
+	}
 	if _, _, err := net.SplitHostPort(address); err != nil || name == "" {
 		return fmt.Errorf("add route %s -> %q: %w", name, address, gen.ErrIncorrect)
 	}
@@ -193,22 +239,24 @@ func (nw *network) AcceptorAddress() string {
 
 func (nw *network) Stats() gen.NetworkStats {
 	nw.mu.Lock()
-	conns := len(nw.conns)
+	conns, accepting := len(nw.conns), nw.accepting
 	nw.mu.Unlock()
 	s := gen.NetworkStats{
 		Connections:        conns,
+		HandshakesInFlight: accepting,
 		FramesIn:           nw.framesIn.Load(),
 		FramesOut:          nw.framesOut.Load(),
 		BytesIn:            nw.bytesIn.Load(),
 		BytesOut:           nw.bytesOut.Load(),
 		HandshakesRejected: nw.rejected.Load(),
 		Dropped:            make(map[string]uint64),
+		Rejected:           make(map[string]uint64),
 	}
-	nw.dropMu.Lock()
-	for k, v := range nw.dropped {
-		s.Dropped[k] = v
-	}
-	nw.dropMu.Unlock()
+	nw.countMu.Lock()
+	maps.Copy(s.Dropped, nw.dropped)
+	maps.Copy(s.Rejected, nw.rejectedBy)
+	nw.countMu.Unlock()
+	s.NameCollisions = s.Rejected[rejectNameCollision]
 	return s
 }
 
@@ -220,9 +268,9 @@ func (nw *network) dropN(reason string, n int) {
 	if n == 0 {
 		return
 	}
-	nw.dropMu.Lock()
+	nw.countMu.Lock()
 	nw.dropped[reason] += uint64(n)
-	nw.dropMu.Unlock()
+	nw.countMu.Unlock()
 }
 
 // existing returns the established connection to name, or nil.
@@ -232,7 +280,7 @@ func (nw *network) existing(name gen.Atom) *connection {
 	return nw.conns[name]
 }
 
-// route returns the address to dial for name.
+// routeLocked returns the address to dial for name. Called with nw.mu held.
 func (nw *network) routeLocked(name gen.Atom) (string, error) {
 	if addr, ok := nw.routes[name]; ok {
 		return addr, nil
@@ -243,28 +291,32 @@ func (nw *network) routeLocked(name gen.Atom) (string, error) {
 	return "", fmt.Errorf("node %s: %w", name, gen.ErrNoRoute)
 }
 
-// queue returns the established connection to name or, when there is none,
-// adds frame (count frames of encoded bytes; none for a bare connect) to the
+// queue adds frames (count encoded frames; none for a bare connect) to the
 // queue of the dial to name, starting that dial in the background when none
-// runs. It fails fast without a route, during the backoff after a failed
+// runs, and reports true. When a connection to name is established it
+// queues nothing and reports false: the caller sends on that connection. It
+// fails fast without network or route, during the backoff after a failed
 // dial, and when the queue is full.
-func (nw *network) queue(name gen.Atom, frames []byte, count int) (*connection, error) {
+func (nw *network) queue(name gen.Atom, frames []byte, count int) (queued bool, err error) {
+	if err := nw.refuseDisabled("connect to", name); err != nil {
+		return false, err
+	}
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.closed {
-		return nil, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
+		return false, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
 	}
-	if c := nw.conns[name]; c != nil {
-		return c, nil
+	if nw.conns[name] != nil {
+		return false, nil
 	}
 	d := nw.dialing[name]
 	if d == nil {
 		addr, err := nw.routeLocked(name)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if b, ok := nw.backoff[name]; ok && time.Now().Before(b.next) {
-			return nil, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
+			return false, fmt.Errorf("connect to %s: backing off after a failed dial: %w", name, gen.ErrNoConnection)
 		}
 		d = &dialAttempt{}
 		nw.dialing[name] = d
@@ -272,11 +324,11 @@ func (nw *network) queue(name gen.Atom, frames []byte, count int) (*connection, 
 		go nw.dialInBackground(name, addr, d)
 	}
 	if d.count+count > maxQueuedFrames || len(d.frames)+len(frames) > queuedBytesPerFrame*nw.opts.MaxFrameSize {
-		return nil, fmt.Errorf("send to %s: %d frames of %d bytes already wait for the connection: %w", name, d.count, len(d.frames), gen.ErrNoConnection)
+		return false, fmt.Errorf("send to %s: %d frames of %d bytes already wait for the connection: %w", name, d.count, len(d.frames), gen.ErrNoConnection)
 	}
 	d.frames = append(d.frames, frames...)
 	d.count += count
-	return nil, nil
+	return true, nil
 }
 
 // dialInBackground runs dial attempt d. On success register hands the
@@ -308,7 +360,7 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	d.frames, d.count = nil, 0
 	nw.mu.Unlock()
 	nw.dropN(dropDialFailed, lost)
-	nw.node.log.Info("dial to %s failed, %d queued frames dropped: %v", name, lost, err)
+	nw.logs.Info("dial", "dial to %s failed, %d queued frames dropped: %v", name, lost, err)
 	nw.node.rel.nodeUnreachable(name, err)
 }
 
@@ -320,7 +372,7 @@ func (nw *network) handOverLocked(d *dialAttempt, c *connection) {
 	}
 	if err := c.appendFrames(d.frames, d.count); err != nil {
 		nw.dropN(dropDialFailed, d.count)
-		nw.node.log.Info("%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
+		nw.logs.Info("handover", "%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
 	}
 	d.frames, d.count = nil, 0
 }
@@ -375,7 +427,7 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 		conn.Close()
 		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
-	peer, err := handshake.Dial(conn, nw.hs, name)
+	peer, err := handshake.Dial(conn, nw.handshakeConfig(conn, true), name)
 	if err != nil {
 		if nw.ctx.Err() != nil { // the network closed the socket: not the peer's fault
 			conn.Close()
@@ -388,72 +440,7 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 		conn.Close()
 		return fmt.Errorf("dial %s: %w: %w", name, gen.ErrNoConnection, err)
 	}
-	_, err = nw.register(newConnection(nw, conn, peer, true), d)
-	return err
-}
-
-// handshakeFailed counts, logs and closes a connection whose handshake failed.
-func (nw *network) handshakeFailed(conn net.Conn, err error) {
-	nw.drop(dropHandshake)
-	if errors.Is(err, gen.ErrUnauthorized) {
-		nw.rejected.Add(1)
-		nw.node.log.Warning("refused connection with %s: wrong cookie: %v", conn.RemoteAddr(), err)
-	} else {
-		nw.node.log.Warning("handshake with %s failed: %v", conn.RemoteAddr(), err)
-	}
-	conn.Close()
-}
-
-// register installs an authenticated connection and starts it. When a
-// connection to the same life of the peer exists (both nodes dialled at
-// once), both nodes keep the one dialled by the node with the smaller name
-// and retire the other gracefully: it flushes, and is read to its end, so
-// nothing already written on it is lost. A second connection dialled by the
-// same side replaces the first (that side gave up on it). A connection to an
-// older life of the peer is closed as lost. Frames queued while dialling the
-// peer go to the kept connection ahead of any later send; d is the dial
-// attempt that made c, nil for an accepted connection.
-func (nw *network) register(c *connection, d *dialAttempt) (*connection, error) {
-	name := c.peer.Name
-	nw.mu.Lock()
-	if nw.closed {
-		nw.mu.Unlock()
-		c.conn.Close()
-		return nil, fmt.Errorf("register %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
-	}
-	keep, old := c, nw.conns[name]
-	var retire, stale *connection
-	switch {
-	case old == nil:
-	case old.peer.Creation != c.peer.Creation:
-		stale = old
-	case old.dialled == c.dialled:
-		// The same side dialled twice: it gave up on the old connection.
-		retire = old
-	case c.dialer() == min(nw.node.name, name):
-		retire = old
-	default:
-		keep, retire = old, c
-	}
-	nw.conns[name] = keep
-	nw.handOverLocked(nw.dialing[name], keep)
-	if d != nil && nw.dialing[name] == d {
-		delete(nw.dialing, name)
-		delete(nw.backoff, name)
-	}
-	nw.wg.Add(2)
-	go c.readLoop()
-	go c.writeLoop()
-	nw.mu.Unlock()
-	if retire != nil {
-		retire.retire()
-	}
-	if stale != nil {
-		stale.teardown(fmt.Errorf("%s restarted: %w", name, gen.ErrNoConnection))
-		nw.node.rel.nodeDown(name)
-	}
-	nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
-	return keep, nil
+	return nw.register(newConnection(nw, conn, peer, true), d)
 }
 
 // detach removes c from the table if it is the peer's connection there.
@@ -471,7 +458,7 @@ func (nw *network) detach(c *connection) bool {
 // reports the peer down.
 func (nw *network) lost(c *connection, reason error) {
 	if nw.detach(c) {
-		nw.node.log.Info("connection to %s lost: %v", c.peer.Name, reason)
+		nw.logs.Info("lost", "connection to %s lost: %v", c.peer.Name, reason)
 		nw.node.rel.nodeDown(c.peer.Name)
 	}
 }
@@ -501,63 +488,4 @@ func (nw *network) close(graceful bool) {
 		}
 	}
 	nw.wg.Wait()
-}
-
-// sendRemote hands env to the connection to node. Without one, env is
-// encoded at once (so an unencodable one fails here) and queued while the
-// connection is dialled in the background; see network.queue.
-func (n *node) sendRemote(to gen.Atom, env *envelope) error {
-	if n.net == nil {
-		return fmt.Errorf("send to %s: network disabled: %w", to, gen.ErrNoConnection)
-	}
-	var frame []byte
-	for {
-		c := n.net.existing(to)
-		if c == nil {
-			if frame == nil {
-				f, err := n.net.appendFrame(nil, env)
-				if err != nil {
-					return fmt.Errorf("send to %s: %w", to, err)
-				}
-				frame = f
-			}
-			var err error
-			if c, err = n.net.queue(to, frame, 1); c == nil || err != nil {
-				return err
-			}
-		}
-		// A connection retired after a simultaneous dial refuses the send;
-		// its replacement is already in the table.
-		if err := c.send(env); !errors.Is(err, errRetired) {
-			return err
-		}
-	}
-}
-
-// connectTo makes sure a connection to the node exists or is being dialled.
-func (n *node) connectTo(to gen.Atom) error {
-	if n.net == nil {
-		return fmt.Errorf("connect to %s: network disabled: %w", to, gen.ErrNoConnection)
-	}
-	_, err := n.net.queue(to, nil, 0)
-	return err
-}
-
-// notifyRemote tells a watcher on another node that target ended. Without a
-// connection there is nothing to do: that node reports the loss itself.
-func (n *node) notifyRemote(target any, w watcher, reason error) {
-	if n.net == nil {
-		return
-	}
-	c := n.net.existing(w.pid.Node)
-	if c == nil {
-		return
-	}
-	env := &envelope{kind: kindDown, flags: uint8(w.kind), to: w.pid, target: target, payload: reason}
-	if w.kind == relCall {
-		env = &envelope{kind: kindResponse, flags: flagError, target: w.pid, ref: w.ref, payload: gen.ErrProcessTerminated}
-	}
-	if err := c.send(env); err != nil {
-		n.log.Warning("telling %s that %v ended: %v", w.pid, target, err)
-	}
 }

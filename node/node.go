@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
-	"github.com/regent-go/regent/node/internal/codec"
 )
 
 // Node lifecycle states.
@@ -51,8 +50,7 @@ type node struct {
 	rel    relations
 	calls  callTable
 	timers timerSet
-	net    *network        // nil when the network is disabled
-	noNet  disabledNetwork // the Network of a node without one
+	net    *network // also for a node without network (NetworkModeDisabled): it then reaches no one
 
 	ready    chan *process // hands a woken process to an idle worker goroutine
 	quit     chan struct{} // closed when Stop or StopForce begins
@@ -86,15 +84,11 @@ func Start(name gen.Atom, options gen.NodeOptions) (gen.Node, error) {
 	n.log = newNodeLogger(name, options.Log)
 	n.rel.node = n
 	n.calls.init()
-	if options.Network.Mode != gen.NetworkModeDisabled {
-		nw, err := newNetwork(n, options.Network)
-		if err != nil {
-			return nil, fmt.Errorf("start node %s: %w", name, err)
-		}
-		n.net = nw
-	} else {
-		n.noNet = disabledNetwork{registry{reg: codec.NewRegistry()}}
+	nw, err := newNetwork(n, options.Network)
+	if err != nil {
+		return nil, fmt.Errorf("start node %s: %w", name, err)
 	}
+	n.net = nw
 	return n, nil
 }
 
@@ -112,13 +106,7 @@ func (n *node) Creation() int64       { return n.creation }
 func (n *node) IsAlive() bool         { return n.state.Load() == nodeRunning }
 func (n *node) Uptime() time.Duration { return time.Since(n.started) }
 func (n *node) Log() gen.Log          { return n.log }
-func (n *node) Network() gen.Network  { return n.networkOrDisabled() }
-func (n *node) networkOrDisabled() gen.Network {
-	if n.net == nil {
-		return n.noNet
-	}
-	return n.net
-}
+func (n *node) Network() gen.Network  { return n.net }
 
 // makeRef returns a reference unique to this life of the node.
 func (n *node) makeRef() gen.Ref {
@@ -209,9 +197,7 @@ func (n *node) Stop() {
 		n.beginStop()
 		n.terminateAll(gen.TerminateReasonShutdown)
 		n.live.Wait()
-		if n.net != nil {
-			n.net.close(true)
-		}
+		n.net.close(true)
 		n.finishStop()
 	})
 	<-n.done
@@ -222,9 +208,7 @@ func (n *node) Stop() {
 func (n *node) StopForce() {
 	n.stopOnce.Do(func() {
 		n.beginStop()
-		if n.net != nil {
-			n.net.close(false)
-		}
+		n.net.close(false)
 		n.terminateAll(gen.TerminateReasonShutdown)
 		n.finishStop()
 	})

@@ -74,7 +74,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 	n.mu.Unlock()
 
 	if parent != nil && options.LinkParent {
-		n.rel.add(parent.pid, watcher{pid: p.pid, kind: relLink})
+		n.rel.add(pidTarget(parent.pid), watcher{pid: p.pid, kind: relLink})
 	}
 	if err := p.initBehavior(args); err != nil {
 		p.state.Store(int32(gen.ProcessStateTerminated))
@@ -84,7 +84,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		return gen.PID{}, fmt.Errorf("spawn %s: init: %w", p.pid, err)
 	}
 	if parent != nil && options.LinkChild {
-		n.rel.add(p.pid, watcher{pid: parent.pid, kind: relLink})
+		n.rel.add(pidTarget(p.pid), watcher{pid: parent.pid, kind: relLink})
 	}
 	p.state.Store(int32(gen.ProcessStateSleep))
 	if p.pending() {
@@ -198,10 +198,10 @@ func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, er
 	return p.node.inspect(p, p.pid, target, item)
 }
 
-func (p *process) Link(target any) error      { return p.node.watch(p, target, relLink) }
-func (p *process) Unlink(target any) error    { return p.node.unwatch(p, target, relLink) }
-func (p *process) Monitor(target any) error   { return p.node.watch(p, target, relMonitor) }
-func (p *process) Demonitor(target any) error { return p.node.unwatch(p, target, relMonitor) }
+func (p *process) Link(to any) error      { return p.node.watch(p, to, relLink) }
+func (p *process) Unlink(to any) error    { return p.node.unwatch(p, to, relLink) }
+func (p *process) Monitor(to any) error   { return p.node.watch(p, to, relMonitor) }
+func (p *process) Demonitor(to any) error { return p.node.unwatch(p, to, relMonitor) }
 
 // info is the snapshot ProcessInfo returns.
 func (p *process) info() gen.ProcessInfo {

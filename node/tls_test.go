@@ -50,6 +50,13 @@ func newTestPKI(t *testing.T) *testPKI {
 // issue makes a certificate valid for 127.0.0.1 as server and client.
 func (p *testPKI) issue(t *testing.T) tls.Certificate {
 	t.Helper()
+	return p.issueFor(t, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+}
+
+// issueFor makes a server and client certificate naming the given DNS
+// names and IP addresses.
+func (p *testPKI) issueFor(t *testing.T, dns []string, ips []net.IP) tls.Certificate {
+	t.Helper()
 	p.serial++
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -60,7 +67,8 @@ func (p *testPKI) issue(t *testing.T) tls.Certificate {
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     dns,
+		IPAddresses:  ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
 	require.NoError(t, err)

@@ -47,10 +47,10 @@ func appendEnvelope(dst []byte, env *envelope, reg *codec.Registry) ([]byte, err
 	if env.to != (gen.PID{}) {
 		present |= hasTo
 	}
-	switch env.target.(type) {
-	case gen.PID:
+	switch {
+	case env.target.isPID():
 		present |= hasTargetPID
-	case gen.ProcessID:
+	case env.target.isName():
 		present |= hasTargetName
 	}
 	if env.ref != (gen.Ref{}) {
@@ -63,11 +63,11 @@ func appendEnvelope(dst []byte, env *envelope, reg *codec.Registry) ([]byte, err
 	if present&hasTo != 0 {
 		dst = appendPID(dst, env.to)
 	}
-	switch t := env.target.(type) {
-	case gen.PID:
-		dst = appendPID(dst, t)
-	case gen.ProcessID:
-		dst = appendAtom(appendAtom(dst, t.Name), t.Node)
+	switch {
+	case present&hasTargetPID != 0:
+		dst = appendPID(dst, env.target.pid)
+	case present&hasTargetName != 0:
+		dst = appendAtom(appendAtom(dst, env.target.name), env.target.node)
 	}
 	if present&hasRef != 0 {
 		dst = appendAtom(dst, env.ref.Node)
@@ -178,9 +178,9 @@ func decodeEnvelope(src []byte, reg *codec.Registry) (*envelope, error) {
 	}
 	switch {
 	case present&hasTargetPID != 0:
-		env.target = r.pid()
+		env.target = pidTarget(r.pid())
 	case present&hasTargetName != 0:
-		env.target = gen.ProcessID{Name: r.atom(), Node: r.atom()}
+		env.target = target{name: r.atom(), node: r.atom()}
 	}
 	if present&hasRef != 0 {
 		env.ref.Node = r.atom()

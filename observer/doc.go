@@ -19,12 +19,15 @@
 //
 // Metrics (Handler's /metrics, or Handler.Collector in a registry of your
 // own) are read fresh from inspection at every scrape and labelled by cluster
-// and member node: regent_leader_is_leader, _term, _view_size, _quorum,
-// _member_up (gauges), regent_leader_elections_started_total,
+// and member node: regent_leader_is_leader, _term, _view_size, _view_epoch,
+// _quorum, _member_up (gauges), regent_leader_elections_started_total,
 // _elections_won_total, _leadership_changes_total, _confirm_denied_total and
 // regent_leader_messages_dropped_total{reason} (counters, as the member
 // counts them since it started). regent_observer_failover_seconds is the
-// observer's own histogram, labelled by cluster and observing node. Every
+// observer's own histogram, labelled by cluster and observing node. The
+// node's own network counters are regent_network_peers,
+// _handshakes_in_flight (gauges), _handshakes_rejected_total{reason},
+// _dropped_total{reason} and _name_collisions_total. Every
 // node's observer reports every member it can read, so scraping one node
 // shows a whole cluster; Prometheus's instance label tells the observers apart.
 //

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -112,19 +113,27 @@ func startLocalNode(t *testing.T, name gen.Atom) gen.Node {
 // member answering and no problem, and returns that report.
 func (c *testCluster) healthy(t *testing.T, i int) observer.ClusterReport {
 	t.Helper()
-	var got observer.ClusterReport
-	require.Eventually(t, func() bool {
+	var got, last observer.ClusterReport
+	var lastErr error
+	found := false
+	ok := assert.Eventually(t, func() bool {
 		report, err := observer.Collect(c.nodes[i])
+		lastErr = err
 		if err != nil {
 			return false
 		}
 		cluster, ok := report.Cluster(c.id)
+		last, found = cluster, ok
 		if !ok || cluster.Leader == "" || len(cluster.Problems) != 0 || len(cluster.Members) != len(c.nodes) {
 			return false
 		}
 		got = cluster
 		return true
-	}, settle, poll, "cluster %s never looked healthy from %s", c.id, c.nodes[i].Name())
+	}, settle, poll)
+	if !ok {
+		t.Fatalf("cluster %s never looked healthy from %s; last reading: found %t, leader %q, members %+v, problems %+v, error %q, collect error %v",
+			c.id, c.nodes[i].Name(), found, last.Leader, last.Members, last.Problems, last.Error, lastErr)
+	}
 	return got
 }
 

@@ -29,6 +29,13 @@ type metrics struct {
 	up       *prometheus.Desc
 	dropped  *prometheus.Desc
 	failover *prometheus.HistogramVec
+	network  networkDescs
+}
+
+// networkDescs describe the node's gen.NetworkStats: rejections and drops
+// stay visible where an operator looks.
+type networkDescs struct {
+	peers, inFlight, rejected, dropped, collisions *prometheus.Desc
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -42,8 +49,18 @@ func newMetrics(node gen.Node) *metrics {
 	counter := func(name, help string, value func(MemberReport) uint64) memberGauge {
 		return memberGauge{desc: desc(name, help), kind: prometheus.CounterValue, value: func(m MemberReport) float64 { return float64(value(m)) }}
 	}
+	netDesc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("regent_network_"+name, help, append([]string{"node"}, labels...), nil)
+	}
 	return &metrics{
 		node: node,
+		network: networkDescs{
+			peers:      netDesc("peers", "Peers with an established connection."),
+			inFlight:   netDesc("handshakes_in_flight", "Accepted connections still in their handshake."),
+			rejected:   netDesc("handshakes_rejected_total", "Connections refused before or during the handshake, by reason.", "reason"),
+			dropped:    netDesc("dropped_total", "Frames discarded and connections closed, by reason.", "reason"),
+			collisions: netDesc("name_collisions_total", "Connections refused because a live connection serves a node of that name."),
+		},
 		members: []memberGauge{
 			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
 				if m.State == RoleLeader {
@@ -53,6 +70,7 @@ func newMetrics(node gen.Node) *metrics {
 			}),
 			gauge("term", "The member's current election term.", func(m MemberReport) float64 { return float64(m.Term) }),
 			gauge("view_size", "Members in the member's view, itself included.", func(m MemberReport) float64 { return float64(m.ViewSize) }),
+			gauge("view_epoch", "Membership changes the member's agreed view went through; a member behind the others lags.", func(m MemberReport) float64 { return float64(m.View.Epoch) }),
 			gauge("quorum", "Votes the member needs to win an election in its current view.", func(m MemberReport) float64 { return float64(m.Quorum) }),
 			counter("elections_started_total", "Campaigns the member started.", func(m MemberReport) uint64 { return m.ElectionsStarted }),
 			counter("elections_won_total", "Elections the member won.", func(m MemberReport) uint64 { return m.ElectionsWon }),
@@ -78,12 +96,29 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.up
 	ch <- m.dropped
 	m.failover.Describe(ch)
+	for _, d := range []*prometheus.Desc{m.network.peers, m.network.inFlight, m.network.rejected, m.network.dropped, m.network.collisions} {
+		ch <- d
+	}
+}
+
+// collectNetwork sends the node's network counters.
+func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
+	s, node := m.node.Network().Stats(), string(m.node.Name())
+	ch <- prometheus.MustNewConstMetric(m.network.peers, prometheus.GaugeValue, float64(s.Connections), node)
+	ch <- prometheus.MustNewConstMetric(m.network.inFlight, prometheus.GaugeValue, float64(s.HandshakesInFlight), node)
+	ch <- prometheus.MustNewConstMetric(m.network.collisions, prometheus.CounterValue, float64(s.NameCollisions), node)
+	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped} {
+		for reason, n := range counts {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node, reason)
+		}
+	}
 }
 
 // Collect reads every cluster of the node and sends its members' metrics. A
 // failed collection is sent as an invalid metric, so the scrape reports it.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.failover.Collect(ch)
+	m.collectNetwork(ch)
 	report, err := Collect(m.node)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(m.up, err)

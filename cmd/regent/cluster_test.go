@@ -309,7 +309,7 @@ func TestNodeCookieSources(t *testing.T) {
 // with its own certificate, and a node without one is refused.
 func TestNodesOverTLS(t *testing.T) {
 	dir := t.TempDir()
-	writePKI(t, dir, "n1", "n2", "n3", "inspector")
+	writePKI(t, dir, "n1", "n2", "n3", "inspector", "impostor=10.9.9.9")
 	tlsFlags := func(name string) []string {
 		return []string{"--tls-cert", filepath.Join(dir, name+".pem"), "--tls-key", filepath.Join(dir, name+".key"), "--tls-ca", filepath.Join(dir, "ca.pem")}
 	}
@@ -326,6 +326,19 @@ func TestNodesOverTLS(t *testing.T) {
 			code, r, _ := inspectJSON(t, env, append(tlsFlags("inspector"), names[0])...)
 			return code == 0 && len(r.Members) == 3 && slices.IndexFunc(r.Members, func(m inspected) bool { return m.Error != "" }) < 0
 		}, generous, 200*time.Millisecond)
+	})
+	t.Run("a node whose certificate names another host is refused, and inspect shows it", func(t *testing.T) {
+		impostor := fmt.Sprintf("n4@127.0.0.1:%d", freePort(t))
+		runNodes(t, env, []string{impostor}, tlsFlags("impostor")...)
+		var out string
+		require.Eventually(t, func() bool {
+			var code int
+			code, out, _ = runCmd(context.Background(), env, append([]string{"inspect", names[0]}, tlsFlags("inspector")...)...)
+			return code == 0 && strings.Contains(out, "certificate_name")
+		}, generous, 200*time.Millisecond, "the members refuse the impostor's certificate and say so: %s", out)
+		code, r, _ := inspectJSON(t, env, append(tlsFlags("inspector"), names[0])...)
+		require.Equal(t, 0, code)
+		assert.Len(t, r.Members, 3, "the impostor is not a member")
 	})
 	t.Run("inspect without TLS is refused with the cause", func(t *testing.T) {
 		code, _, errOut := runCmd(context.Background(), env, "inspect", "--timeout", "20s", names[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -38,7 +39,9 @@ type inspected struct {
 	// Error is why the member could not be read, in words.
 	Error      string            `json:"error,omitempty"`
 	Inspection map[string]string `json:"inspection,omitempty"`
-	reading    leader.Inspection
+	// Network is the member's node's network counters.
+	Network *gen.NetworkStats `json:"network,omitempty"`
+	reading leader.Inspection
 }
 
 // inspectReport is inspect's JSON output.
@@ -136,14 +139,10 @@ func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, 
 // startClientNode starts the short-lived node a command reads or drives a
 // cluster from, with the cluster's cookie, TLS and routes.
 func startClientNode(command string, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (gen.Node, error) {
-	self := gen.Atom(fmt.Sprintf("regent-%s-%d-%d@127.0.0.1", command, os.Getpid(), time.Now().UnixNano()%1e6))
-	n, err := loopback.StartNode(self, loopback.Options{
-		Cookie: net.resolvedCookie,
-		Network: gen.NetworkOptions{
-			TLS: net.resolvedTLS, Routes: routes, Acceptor: gen.AcceptorOptions{Host: loopback.Host},
-			HandshakeTimeout: timeout,
-		},
-	})
+	self := gen.Atom(fmt.Sprintf("regent-%s-%d-%d@%s", command, os.Getpid(), time.Now().UnixNano()%1e6, net.resolvedHost))
+	o := net.options()
+	o.Routes, o.Acceptor, o.HandshakeTimeout = routes, gen.AcceptorOptions{Host: loopback.Host}, timeout
+	n, err := loopback.StartNode(self, loopback.Options{Cookie: net.resolvedCookie, Network: o})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s node: %w", command, err)
 	}
@@ -197,6 +196,7 @@ func readOne(ctx context.Context, n gen.Node, id gen.ProcessID, timeout time.Dur
 	}
 	out.PID = a.r.PID.String()
 	out.Inspection = a.r.Inspection
+	out.Network = &a.r.Network
 	out.members = a.r.Members
 	reading, err := leader.ParseInspection(a.r.Inspection)
 	if err != nil {
@@ -230,8 +230,46 @@ func printInspectTable(env *environment, r inspectReport) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	_, err := fmt.Fprintf(env.stdout, "\ncluster %q, %d members, %d read: %s\n", r.Cluster, len(r.Members), answered, agreementLine(beliefs, answered))
-	return err
+	if _, err := fmt.Fprintf(env.stdout, "\ncluster %q, %d members, %d read: %s\n", r.Cluster, len(r.Members), answered, agreementLine(beliefs, answered)); err != nil {
+		return err
+	}
+	return printNetwork(env, r)
+}
+
+// printNetwork lists, for each member whose node refused handshakes or
+// dropped anything, its counters by reason: rejections are visible from the
+// command line as on /metrics.
+func printNetwork(env *environment, r inspectReport) error {
+	for _, m := range r.Members {
+		s := m.Network
+		if s == nil || (s.HandshakesRejected == 0 && len(s.Dropped) == 0) {
+			continue
+		}
+		line := fmt.Sprintf("network of %s: %d peers, %d handshakes rejected", m.Node, s.Connections, s.HandshakesRejected)
+		if len(s.Rejected) > 0 {
+			line += " (" + byReason(s.Rejected) + ")"
+		}
+		if len(s.Dropped) > 0 {
+			line += ", dropped " + byReason(s.Dropped)
+		}
+		if s.NameCollisions > 0 {
+			line += fmt.Sprintf(", %d name collisions", s.NameCollisions)
+		}
+		if _, err := fmt.Fprintln(env.stdout, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byReason renders counters as "reason n, reason n", sorted by reason.
+func byReason(counts map[string]uint64) string {
+	reasons := slices.Sorted(maps.Keys(counts))
+	out := make([]string, len(reasons))
+	for i, k := range reasons {
+		out[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(out, ", ")
 }
 
 // agreementLine says which leader the members that answered agree on

@@ -20,8 +20,12 @@ type netFlags struct {
 	tlsCert, tlsKey, tlsCA string
 
 	// Set by resolve.
-	resolvedCookie          string
-	resolvedTLS             *tls.Config
+	resolvedCookie string
+	resolvedTLS    *tls.Config
+	// resolvedHost is the host a short-lived node of this command claims in
+	// its name: one its certificate names, since peers bind certificates to
+	// node names; 127.0.0.1 without TLS.
+	resolvedHost            string
 	cookieFromCommandLine   bool // --cookie was typed, so ps shows it
 	cookieFileWorldReadable bool // the file's mode lets others read it
 }
@@ -65,7 +69,32 @@ func (n *netFlags) resolve(typed bool) error {
 		return err
 	}
 	n.resolvedTLS = cfg
+	n.resolvedHost = certificateHost(cfg)
 	return nil
+}
+
+// options are the runtime's network options for these flags: TLS with the
+// certificate bound to the node name each peer claims (a peer whose
+// certificate does not name the host of its node name is refused), or the
+// cookie alone.
+func (n *netFlags) options() gen.NetworkOptions {
+	return gen.NetworkOptions{TLS: n.resolvedTLS, TLSVerifyNodeName: n.resolvedTLS != nil}
+}
+
+// certificateHost is the first IP address or DNS name cfg's certificate
+// names, or 127.0.0.1 without one.
+func certificateHost(cfg *tls.Config) string {
+	if cfg != nil && len(cfg.Certificates) > 0 && len(cfg.Certificates[0].Certificate) > 0 {
+		if leaf, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err == nil {
+			switch {
+			case len(leaf.IPAddresses) > 0:
+				return leaf.IPAddresses[0].String()
+			case len(leaf.DNSNames) > 0:
+				return leaf.DNSNames[0]
+			}
+		}
+	}
+	return "127.0.0.1"
 }
 
 // warnings are what an operator should hear about the secret's handling.
@@ -85,7 +114,7 @@ func (n *netFlags) notice() string {
 	if n.resolvedTLS == nil {
 		return "connections are authenticated by the cookie, not encrypted (--tls-cert, --tls-key, --tls-ca add TLS)"
 	}
-	return "connections use TLS 1.3 with client certificates, and the cookie"
+	return "connections use TLS 1.3 with client certificates bound to node names, and the cookie"
 }
 
 // tlsConfig builds mutually authenticated TLS from the three files: this

@@ -174,7 +174,7 @@ func runNode(ctx context.Context, args []string, env *environment) error {
 
 	n, err := loopback.StartNode(gen.Atom(c.name), loopback.Options{
 		Cookie:  c.net.resolvedCookie,
-		Network: gen.NetworkOptions{TLS: c.net.resolvedTLS},
+		Network: c.net.options(),
 		Log:     p.nodeLog(level),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // writePKI writes a throwaway CA (ca.pem) and, for each name, a certificate
-// and key (name.pem, name.key) for 127.0.0.1, good as server and as client.
+// and key (name.pem, name.key) for 127.0.0.1, good as server and as client;
+// a name written "name=IP" gets a certificate for that IP instead.
 func writePKI(t *testing.T, dir string, names ...string) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -34,6 +36,10 @@ func writePKI(t *testing.T, dir string, names ...string) {
 	require.NoError(t, err)
 	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)
 	for i, name := range names {
+		ip := net.IPv4(127, 0, 0, 1)
+		if n, addr, ok := strings.Cut(name, "="); ok {
+			name, ip = n, net.ParseIP(addr)
+		}
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		require.NoError(t, err)
 		tmpl := &x509.Certificate{
@@ -41,7 +47,7 @@ func writePKI(t *testing.T, dir string, names ...string) {
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			KeyUsage:    x509.KeyUsageDigitalSignature,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			IPAddresses: []net.IP{ip},
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		require.NoError(t, err)

@@ -350,7 +350,7 @@ func (c *Core) needsProbe() bool {
 		return true
 	}
 	for _, n := range c.peers.nodes() {
-		if c.probeTarget(c.peers.get(n)) {
+		if p := c.peers.get(n); c.probeTarget(p) || c.reconnectTarget(p) {
 			return true
 		}
 	}
@@ -367,6 +367,14 @@ func (c *Core) probeTarget(p *peer) bool {
 	return p.declared && !withdrawn && !c.view.has(p.id.Node)
 }
 
+// reconnectTarget reports whether p is a member of the view whose connection
+// dropped while this member does not lead (a leader's heartbeats reach out
+// anyway). Followers send each other nothing, so without a probe a follower
+// would report a live peer unreachable until the next election.
+func (c *Core) reconnectTarget(p *peer) bool {
+	return c.lead == nil && c.view.has(p.id.Node) && !p.unreachableSince.IsZero()
+}
+
 // onProbeTick reaches out to declared peers outside the view, asks the
 // leader to admit this member or the peers that answered, and forwards
 // removals not yet applied.
@@ -374,6 +382,10 @@ func (c *Core) onProbeTick(now time.Time) {
 	c.tidyPeers(now)
 	for _, n := range c.peers.nodes() {
 		p := c.peers.get(n)
+		if c.reconnectTarget(p) {
+			c.negotiate(now, p)
+			continue
+		}
 		if !c.probeTarget(p) {
 			continue
 		}
@@ -453,6 +465,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	p.unreachableSince = now
 	p.steadySince = time.Time{}
 	c.syncPeer(p)
+	c.armProbe()
 	if !noConnection {
 		// A real end removes the member at once: now if this member leads,
 		// else as soon as its successor's view commits.

@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -415,4 +416,30 @@ func TestTwoAgreedClustersMerge(t *testing.T) {
 		l := nw.leaders()
 		return len(l) == 1 && l[0].core.ViewSize() == 4 && nw.agree(l[0])
 	})
+}
+
+// Views: a follower whose connection to another follower dropped reaches out
+// to it again by name, so it does not report a live member unreachable until
+// the next election; once the peer answers, the probing stops.
+func TestFollowerReconnectsToAFollowerItLost(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	h.step(3, MessageVote{Header: hdr(3, 1, h.stamp()), PreVote: true})
+	h.take()
+	require.True(t, h.c.HasPeer(peerPID(3)))
+
+	h.c.PeerDown(h.now, peerPID(3), fmt.Errorf("lost: %w", gen.ErrNoConnection))
+	h.take()
+	require.False(t, h.c.HasPeer(peerPID(3)))
+	h.fire(TimerProbe)
+	probes := messagesOf[MessageRequestVote](h.take())
+	require.Len(t, probes, 1, "only the lost follower is probed")
+	assert.Equal(t, procID(nodeName(3)), probes[0].ToName, "by name: its PID is forgotten")
+	assert.True(t, probes[0].Message.(MessageRequestVote).PreVote, "a probe spends no vote")
+
+	h.step(3, MessageVote{Header: hdr(3, 1, h.stamp()), PreVote: true})
+	assert.True(t, h.c.HasPeer(peerPID(3)), "reachable again")
+	h.fire(TimerProbe)
+	assert.Empty(t, messagesOf[MessageRequestVote](h.take()))
+	assert.NotContains(t, h.timers, TimerProbe, "nothing left to probe")
 }

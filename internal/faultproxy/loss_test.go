@@ -21,7 +21,7 @@ func handshake(t *testing.T, d, a net.Conn) {
 	hello := func(name string) []byte {
 		b := make([]byte, helloFixed, helloFixed+len(name))
 		copy(b, magic)
-		b[6] = 1
+		b[6] = 2
 		binary.BigEndian.PutUint16(b[helloNameLen:], uint16(len(name)))
 		return append(b, name...)
 	}
@@ -31,9 +31,10 @@ func handshake(t *testing.T, d, a net.Conn) {
 		data     []byte
 	}{
 		{d, a, hello("a@127.0.0.1")},
-		{a, d, append(hello("b@127.0.0.1"), proof...)},
-		{d, a, append([]byte{0}, proof...)},
-		{a, d, []byte{0}},
+		{a, d, hello("b@127.0.0.1")},
+		{d, a, proof},
+		{a, d, append([]byte{0}, proof...)},
+		{d, a, []byte{0}},
 	} {
 		_, err := step.from.Write(step.data)
 		require.NoError(t, err)

@@ -7,9 +7,10 @@ import (
 )
 
 // The handshake layout of node/internal/handshake: a hello is a fixed part
-// (magic, version, challenge, creation, name length) and the name; the
-// acceptor follows its hello with a proof; then the dialler sends a status
-// byte (and, when it is 0, its proof) and the acceptor a status byte.
+// (magic, version, challenge, creation, name length) and the name. The
+// dialler follows its hello with its proof; the acceptor answers with a
+// status byte (and, when it is 0, its own proof); the dialler ends with a
+// status byte.
 const (
 	helloFixed   = 6 + 1 + 32 + 8 + 2
 	helloNameLen = 6 + 1 + 32 + 8
@@ -25,6 +26,7 @@ type stage int
 
 const (
 	stageHello stage = iota
+	stageProof       // the dialler's proof
 	stageStatus
 	stageFrames
 	stageRaw
@@ -57,13 +59,16 @@ func (p *parser) next(r *bufio.Reader) (data []byte, frame bool, err error) {
 			p.stage = stageRaw
 			return head, false, err
 		}
-		rest := int(binary.BigEndian.Uint16(head[helloNameLen:]))
-		if !p.fromDialler {
-			rest += proofLen
-		}
-		tail, err := readN(r, rest)
+		tail, err := readN(r, int(binary.BigEndian.Uint16(head[helloNameLen:])))
 		p.stage = stageStatus
+		if p.fromDialler {
+			p.stage = stageProof
+		}
 		return append(head, tail...), false, err
+	case stageProof:
+		p.stage = stageStatus
+		proof, err := readN(r, proofLen)
+		return proof, false, err
 	case stageStatus:
 		status, err := readN(r, 1)
 		if err != nil || status[0] != 0 {
@@ -71,7 +76,7 @@ func (p *parser) next(r *bufio.Reader) (data []byte, frame bool, err error) {
 			return status, false, err
 		}
 		p.stage = stageFrames
-		if p.fromDialler {
+		if !p.fromDialler {
 			proof, err := readN(r, proofLen)
 			return append(status, proof...), false, err
 		}

@@ -3,18 +3,17 @@ package codec
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/fuzzdrive"
 )
 
-// FuzzDecode feeds arbitrary bytes to Decode: it must never panic, must fail
-// only with ErrMalformed or ErrUnknownType, and whatever it accepts must
-// encode again and decode to an equal encoding. The default test run executes
-// the seeds only.
-func FuzzDecode(f *testing.F) {
-	r := newTestRegistry(f)
-	seeds := []any{
+// decodeSeeds are encodings of one value of every kind the test registry
+// knows, and a few hostile prefixes.
+func decodeSeeds(tb testing.TB, r *Registry) [][]byte {
+	values := []any{
 		nil, true, -1, uint64(1 << 63), 2.5, float32(1), "s", []byte{1}, []string{"a"},
 		map[string]string{"k": "v"}, []any{1, nil, "x"}, gen.Atom("a@b"),
 		gen.PID{Node: "n", ID: 1, Creation: 2}, gen.Ref{ID: [3]uint64{1, 2, 3}},
@@ -24,34 +23,96 @@ func FuzzDecode(f *testing.F) {
 		list{Next: &list{}}, holder{V: small{}}, withStringer{S: gen.Atom("a")},
 		codeError{Code: 1}, map[gen.Atom]gen.PID{"a": {}}, &small{},
 	}
-	for _, s := range seeds {
-		b, err := r.Encode(nil, s)
+	var seeds [][]byte
+	for _, v := range values {
+		b, err := r.Encode(nil, v)
 		if err != nil {
-			f.Fatalf("seed %T: %v", s, err)
+			tb.Fatalf("seed %T: %v", v, err)
 		}
-		f.Add(b)
+		seeds = append(seeds, b)
 	}
-	f.Add([]byte{})
-	f.Add([]byte{tagNamed, 3, 'a', 'b', 'c'})
-	f.Add([]byte{tagBytes, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F})
-	f.Add([]byte{tagAnySlice, 2, tagAnySlice, 2, tagAnySlice, 2, tagNil})
-	f.Fuzz(func(t *testing.T, data []byte) {
+	return append(seeds,
+		[]byte{},
+		[]byte{tagNamed, 3, 'a', 'b', 'c'},
+		[]byte{tagBytes, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F},
+		[]byte{tagAnySlice, 2, tagAnySlice, 2, tagAnySlice, 2, tagNil},
+	)
+}
+
+// decodesAsDocumented is FuzzDecode's property: Decode never panics, fails
+// only with ErrMalformed or ErrUnknownType (never both), and whatever it
+// accepts encodes again and decodes again.
+func decodesAsDocumented(r *Registry) fuzzdrive.Property {
+	return func(data []byte) error {
 		v, err := r.Decode(data)
-		if err != nil {
-			if !errors.Is(err, gen.ErrMalformed) && !errors.Is(err, ErrUnknownType) {
-				t.Fatalf("undocumented error: %v", err)
-			}
-			if errors.Is(err, gen.ErrMalformed) && errors.Is(err, ErrUnknownType) {
-				t.Fatalf("error is both malformed and unknown: %v", err)
-			}
-			return
+		return decodedAsDocumented(r, v, err)
+	}
+}
+
+// decodedAsDocumented checks what Decode returned: a documented error, or
+// a value that encodes and decodes again.
+func decodedAsDocumented(r *Registry, v any, err error) error {
+	if err != nil {
+		return documentedDecodeError(err)
+	}
+	again, err := r.Encode(nil, v)
+	if err != nil {
+		return fmt.Errorf("decoded %#v does not encode again: %w", v, err)
+	}
+	if _, err := r.Decode(again); err != nil {
+		return fmt.Errorf("re-encoding of %#v does not decode: %w", v, err)
+	}
+	return nil
+}
+
+func documentedDecodeError(err error) error {
+	malformed, unknown := errors.Is(err, gen.ErrMalformed), errors.Is(err, ErrUnknownType)
+	switch {
+	case malformed && unknown:
+		return fmt.Errorf("error is both malformed and unknown: %w", err)
+	case !malformed && !unknown:
+		return fmt.Errorf("undocumented error: %w", err)
+	}
+	return nil
+}
+
+// Decode's allocation bound, as doc.go states it: a small constant
+// multiple of the input, whatever lengths the input announces.
+const (
+	allocPerInputByte = 24
+	allocFixed        = 8 << 10
+)
+
+// decodesWithinBound is FuzzDecodeAllocation's property: decoding data
+// allocates at most allocPerInputByte bytes per input byte plus allocFixed,
+// and otherwise behaves as decodesAsDocumented says.
+func decodesWithinBound(r *Registry) fuzzdrive.Property {
+	return func(data []byte) error {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := r.Decode(data)
+		runtime.ReadMemStats(&after)
+		if limit := uint64(allocPerInputByte*len(data) + allocFixed); after.TotalAlloc-before.TotalAlloc > limit {
+			return fmt.Errorf("decoding %d bytes allocated %d bytes, more than %d", len(data), after.TotalAlloc-before.TotalAlloc, limit)
 		}
-		again, err := r.Encode(nil, v)
-		if err != nil {
-			t.Fatalf("decoded %#v does not encode again: %v", v, err)
-		}
-		if _, err := r.Decode(again); err != nil {
-			t.Fatalf("re-encoding of %#v does not decode: %v", v, err)
-		}
-	})
+		return decodedAsDocumented(r, v, err)
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to Decode; see decodesAsDocumented.
+func FuzzDecode(f *testing.F) {
+	r := newTestRegistry(f)
+	fuzzdrive.Fuzz(f, decodeSeeds(f, r), decodesAsDocumented(r))
+}
+
+// FuzzDecodeAllocation feeds arbitrary bytes to Decode and bounds what it
+// allocates; see decodesWithinBound.
+func FuzzDecodeAllocation(f *testing.F) {
+	r := newTestRegistry(f)
+	fuzzdrive.Fuzz(f, decodeSeeds(f, r), decodesWithinBound(r))
+}
+
+func TestRandomizedInputsDecodeWithinTheAllocationBound(t *testing.T) {
+	r := newTestRegistry(t)
+	fuzzdrive.Run(t, decodeSeeds(t, r), decodesWithinBound(r))
 }

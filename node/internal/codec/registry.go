@@ -103,7 +103,7 @@ var genErrors = []error{
 	gen.ErrNoConnection, gen.ErrProcessUnknown, gen.ErrProcessTerminated, gen.ErrProcessMailboxFull,
 	gen.ErrTimeout, gen.ErrNotAllowed, gen.ErrUnregistered, gen.ErrTooLarge, gen.ErrMalformed,
 	gen.ErrNoRoute, gen.ErrNameUnknown, gen.ErrTaken, gen.ErrIncorrect, gen.ErrNodeTerminated,
-	gen.ErrUnauthorized, gen.ErrUnsupported,
+	gen.ErrUnauthorized, gen.ErrUnsupported, gen.ErrEmptyCookie,
 	gen.TerminateReasonNormal, gen.TerminateReasonKill, gen.TerminateReasonPanic, gen.TerminateReasonShutdown,
 }
 

@@ -5,7 +5,10 @@
 // frame to a caller-owned buffer, so a connection can batch several frames
 // into one write. The reader side, Reader, reads frames one at a time from a
 // buffered stream, reusing one payload buffer, and refuses a frame longer than
-// its cap before reading or allocating the payload.
+// its cap before reading or allocating the payload. The buffer grows as the
+// payload's bytes arrive (doubling, from 64 KiB), never on the word of a
+// header alone: a peer that announces a large frame and sends little of it
+// makes the Reader allocate about twice what it sent, not what it announced.
 //
 // Callers must know:
 //  1. The slice Reader.Next returns is overwritten by the following call;

@@ -13,6 +13,10 @@ import (
 // HeaderSize is the length of a frame header: a big-endian uint32 payload length.
 const HeaderSize = 4
 
+// growStep is the least a Reader's buffer grows by while a frame's bytes
+// arrive: a frame up to this size is read in one step.
+const growStep = 64 << 10
+
 // Append appends one frame (header and payload) to dst and returns the
 // extended slice.
 func Append(dst []byte, payload []byte) []byte {
@@ -21,7 +25,9 @@ func Append(dst []byte, payload []byte) []byte {
 }
 
 // Reader reads frames from a stream. It owns a reusable payload buffer that
-// grows as needed up to its cap; one goroutine owns a Reader and its buffer.
+// grows with the bytes that actually arrive, up to its cap, so a header
+// announcing a large frame costs nothing until its payload comes; one
+// goroutine owns a Reader and its buffer.
 type Reader struct {
 	br  *bufio.Reader
 	max int
@@ -59,13 +65,23 @@ func (r *Reader) Next() ([]byte, error) {
 	if uint64(size) > uint64(r.max) {
 		return nil, fmt.Errorf("frame: payload of %d bytes exceeds the cap of %d: %w", size, r.max, gen.ErrTooLarge)
 	}
-	if cap(r.buf) < int(size) {
-		r.buf = make([]byte, int(size), min(max(int(size), 2*cap(r.buf)), r.max))
+	buf := r.buf[:0]
+	for len(buf) < int(size) {
+		if len(buf) == cap(buf) {
+			// Double what arrived so far, at least by growStep: the
+			// allocations stay within about twice the bytes received.
+			grown := make([]byte, len(buf), min(int(size), max(2*cap(buf), growStep)))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(r.br, buf[len(buf):min(cap(buf), int(size))])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			r.buf = buf[:0]
+			return nil, readError("payload", err)
+		}
 	}
-	r.buf = r.buf[:size]
-	if _, err := io.ReadFull(r.br, r.buf); err != nil {
-		return nil, readError("payload", err)
-	}
+	r.buf = buf
 	return r.buf, nil
 }
 

@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"runtime"
@@ -81,6 +82,27 @@ func TestReaderRefusesOversizedFrames(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		assert.Less(t, (after.TotalAlloc-before.TotalAlloc)/20, uint64(64<<10), "bytes allocated per refused frame: the payload is never allocated")
 		assert.Equal(t, 20*len(header), src.n, "only headers are read")
+	})
+}
+
+func TestReaderAllocatesWhatArrivesNotWhatIsAnnounced(t *testing.T) {
+	const announced, sent, readers = 4 << 20, 100, 20
+	stream := append(binary.BigEndian.AppendUint32(nil, announced), make([]byte, sent)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range readers {
+		_, err := NewReader(bytes.NewReader(stream), announced).Next()
+		require.ErrorIs(t, err, gen.ErrMalformed, "the stream ends inside the payload")
+	}
+	runtime.ReadMemStats(&after)
+	perReader := (after.TotalAlloc - before.TotalAlloc) / readers
+	assert.Less(t, perReader, uint64(2*growStep), "bytes allocated per reader for a 4 MiB announcement followed by %d bytes", sent)
+
+	t.Run("a frame that does arrive whole is read whole", func(t *testing.T) {
+		payload := bytes.Repeat([]byte{3}, 3*growStep+5)
+		got, err := NewReader(&oneByteReader{data: Append(nil, payload)}, len(payload)).Next()
+		require.NoError(t, err)
+		assert.Equal(t, payload, got)
 	})
 }
 

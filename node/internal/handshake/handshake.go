@@ -13,8 +13,9 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// Version is the protocol version this package speaks; it follows Magic on the wire.
-const Version byte = 1
+// Version is the protocol version this package speaks; it follows Magic on
+// the wire. Version 2 made the dialler prove itself first.
+const Version byte = 2
 
 // Magic opens every hello, so a peer speaking anything else is rejected at once.
 const Magic = "REGENT"
@@ -32,11 +33,12 @@ const DefaultMaxNameLength = 255
 // challenge, creation and name length.
 const helloFixedSize = len(Magic) + 1 + ChallengeSize + 8 + 2
 
-// Status bytes: the dialler's (message 3) and the acceptor's (message 4).
+// Status bytes: the acceptor's (message 4) and the dialler's (message 5).
 const (
 	statusOK           byte = 0x00
 	statusBadProof     byte = 0x01
 	statusNameMismatch byte = 0x02
+	statusRefused      byte = 0x03
 )
 
 // ErrNameMismatch means the dialled node announced a name other than the one
@@ -44,8 +46,15 @@ const (
 // gen.ErrNoRoute, so callers that only know gen's sentinels see "no route".
 var ErrNameMismatch = fmt.Errorf("handshake: peer name is not the dialled name: %w", gen.ErrNoRoute)
 
-// errTruncated marks a stream that ended in the middle of a handshake message.
-var errTruncated = fmt.Errorf("%w: %w", gen.ErrMalformed, io.ErrUnexpectedEOF)
+// ErrRefused means the side that checked the other's proof refused the
+// connection anyway, for a reason of its own (Config.Admit). It wraps
+// gen.ErrNotAllowed.
+var ErrRefused = fmt.Errorf("handshake: connection refused by the peer: %w", gen.ErrNotAllowed)
+
+// ErrTruncated marks a stream that ended in the middle of a handshake
+// message: the peer hung up, which says nothing wrong about what it sent,
+// so it is not gen.ErrMalformed. It wraps io.ErrUnexpectedEOF.
+var ErrTruncated = fmt.Errorf("handshake: the peer hung up mid-handshake: %w", io.ErrUnexpectedEOF)
 
 // Identity is what a node announces about itself: its name and the creation
 // of its current life, so a restarted node is told apart from the old one.
@@ -66,6 +75,13 @@ type Config struct {
 	// MaxNameLength caps the length in bytes of both this side's name and the
 	// name the peer announces. Zero means DefaultMaxNameLength; at most 65535.
 	MaxNameLength int
+	// Admit, when set, is asked about a peer that has proved the cookie,
+	// before this side proves itself (acceptor) or confirms (dialler). An
+	// error refuses the connection: the peer is told so (ErrRefused) and
+	// Dial or Accept returns the error.
+	Admit func(peer Identity) error
+
+	random io.Reader // source of challenges; nil means crypto/rand (tests replace it)
 }
 
 // Validate reports a configuration that cannot run a handshake, wrapping
@@ -102,13 +118,14 @@ type hello struct {
 // proves the cookie but announces another name gives an error wrapping
 // ErrNameMismatch (and gen.ErrNoRoute). A wrong cookie on either side gives an
 // error wrapping gen.ErrUnauthorized; bytes that are not this protocol give
-// gen.ErrMalformed; another protocol version gives gen.ErrUnsupported. The
-// caller sets deadlines on conn and closes it after a failure.
+// gen.ErrMalformed; another protocol version gives gen.ErrUnsupported; an
+// acceptor that refuses us after our proof gives ErrRefused. The caller sets
+// deadlines on conn and closes it after a failure.
 func Dial(conn io.ReadWriter, cfg Config, expect gen.Atom) (Identity, error) {
 	if err := cfg.Validate(); err != nil {
 		return Identity{}, err
 	}
-	own, err := newHello(cfg.Self)
+	own, err := newHello(cfg)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -119,11 +136,17 @@ func Dial(conn io.ReadWriter, cfg Config, expect gen.Atom) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
+	t := transcript{dial: own, accept: peer}
+	if err := write(conn, "proof", t.proof(cfg.Cookie, roleDial)); err != nil {
+		return Identity{}, err
+	}
+	if err := readVerdict(conn, peer.id.Name, cfg.Self.Name, roleAccept); err != nil {
+		return Identity{}, err
+	}
 	var peerProof [ProofSize]byte
 	if _, err := io.ReadFull(conn, peerProof[:]); err != nil {
 		return Identity{}, readError("acceptor's proof", err)
 	}
-	t := transcript{dial: own, accept: peer}
 	if err := t.check(conn, cfg.Cookie, roleAccept, peerProof[:]); err != nil {
 		return Identity{}, err
 	}
@@ -131,27 +154,20 @@ func Dial(conn io.ReadWriter, cfg Config, expect gen.Atom) (Identity, error) {
 		return Identity{}, refuse(conn, statusNameMismatch,
 			fmt.Errorf("handshake: dialled %s but the peer is %s: %w", expect, peer.id.Name, ErrNameMismatch))
 	}
-	if err := write(conn, "proof", append([]byte{statusOK}, t.proof(cfg.Cookie, roleDial)...)); err != nil {
+	if err := cfg.admit(conn, peer.id); err != nil {
 		return Identity{}, err
 	}
-	status, err := readStatus(conn, "acceptor's verdict")
-	if err != nil {
+	if err := write(conn, "verdict", []byte{statusOK}); err != nil {
 		return Identity{}, err
 	}
-	switch status {
-	case statusOK:
-		return peer.id, nil
-	case statusBadProof:
-		return Identity{}, fmt.Errorf("handshake: %s refused our proof (wrong cookie?): %w", peer.id.Name, gen.ErrUnauthorized)
-	default:
-		return Identity{}, fmt.Errorf("handshake: acceptor sent unknown status 0x%02x: %w", status, gen.ErrMalformed)
-	}
+	return peer.id, nil
 }
 
 // Accept runs the accepting side of the handshake over conn and returns the
-// peer's identity. The errors are those of Dial; a dialler that refuses this
-// side's name gives an error wrapping ErrNameMismatch. The caller sets
-// deadlines on conn and closes it after a failure.
+// peer's identity. Nothing this side sends before the dialler has proved
+// the cookie depends on the cookie. The errors are those of Dial; a dialler
+// that refuses this side's name gives an error wrapping ErrNameMismatch. The
+// caller sets deadlines on conn and closes it after a failure.
 func Accept(conn io.ReadWriter, cfg Config) (Identity, error) {
 	if err := cfg.Validate(); err != nil {
 		return Identity{}, err
@@ -160,38 +176,64 @@ func Accept(conn io.ReadWriter, cfg Config) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	own, err := newHello(cfg.Self)
+	own, err := newHello(cfg)
 	if err != nil {
 		return Identity{}, err
 	}
-	t := transcript{dial: peer, accept: own}
-	if err := write(conn, "hello", append(own.append(nil), t.proof(cfg.Cookie, roleAccept)...)); err != nil {
+	if err := write(conn, "hello", own.append(nil)); err != nil {
 		return Identity{}, err
-	}
-	status, err := readStatus(conn, "dialler's verdict")
-	if err != nil {
-		return Identity{}, err
-	}
-	switch status {
-	case statusOK:
-	case statusBadProof:
-		return Identity{}, fmt.Errorf("handshake: %s refused our proof (wrong cookie?): %w", peer.id.Name, gen.ErrUnauthorized)
-	case statusNameMismatch:
-		return Identity{}, fmt.Errorf("handshake: %s dialled another node than %s: %w", peer.id.Name, cfg.Self.Name, ErrNameMismatch)
-	default:
-		return Identity{}, fmt.Errorf("handshake: dialler sent unknown status 0x%02x: %w", status, gen.ErrMalformed)
 	}
 	var peerProof [ProofSize]byte
 	if _, err := io.ReadFull(conn, peerProof[:]); err != nil {
 		return Identity{}, readError("dialler's proof", err)
 	}
+	t := transcript{dial: peer, accept: own}
 	if err := t.check(conn, cfg.Cookie, roleDial, peerProof[:]); err != nil {
 		return Identity{}, err
 	}
-	if err := write(conn, "verdict", []byte{statusOK}); err != nil {
+	if err := cfg.admit(conn, peer.id); err != nil {
+		return Identity{}, err
+	}
+	if err := write(conn, "proof", append([]byte{statusOK}, t.proof(cfg.Cookie, roleAccept)...)); err != nil {
+		return Identity{}, err
+	}
+	if err := readVerdict(conn, peer.id.Name, cfg.Self.Name, roleDial); err != nil {
 		return Identity{}, err
 	}
 	return peer.id, nil
+}
+
+// readVerdict reads the status byte the peer, speaking for role from, sent
+// after checking this side's proof or the route, and turns a refusal into
+// the error this side returns. Only a dialler refuses the acceptor's name.
+func readVerdict(r io.Reader, peer, self gen.Atom, from role) error {
+	status, err := readStatus(r, string(from)+" side's verdict")
+	if err != nil {
+		return err
+	}
+	switch {
+	case status == statusOK:
+		return nil
+	case status == statusBadProof:
+		return fmt.Errorf("handshake: %s refused our proof (wrong cookie?): %w", peer, gen.ErrUnauthorized)
+	case status == statusRefused:
+		return fmt.Errorf("handshake: %s: %w", peer, ErrRefused)
+	case status == statusNameMismatch && from == roleDial:
+		return fmt.Errorf("handshake: %s dialled another node than %s: %w", peer, self, ErrNameMismatch)
+	}
+	return fmt.Errorf("handshake: the %s side sent unknown status 0x%02x: %w", from, status, gen.ErrMalformed)
+}
+
+// admit asks cfg.Admit about an authenticated peer and, on refusal, tells
+// the peer before returning the refusal.
+func (c Config) admit(conn io.Writer, peer Identity) error {
+	if c.Admit == nil {
+		return nil
+	}
+	if err := c.Admit(peer); err != nil {
+		return refuse(conn, statusRefused, fmt.Errorf("handshake: refusing %s: %w", peer.Name, err))
+	}
+	return nil
 }
 
 // check verifies the peer's proof, made for role r, and on failure tells
@@ -219,9 +261,13 @@ func refuse(conn io.Writer, status byte, cause error) error {
 	return cause
 }
 
-func newHello(self Identity) (hello, error) {
-	h := hello{id: self}
-	if _, err := rand.Read(h.challenge[:]); err != nil {
+func newHello(cfg Config) (hello, error) {
+	h := hello{id: cfg.Self}
+	random := cfg.random
+	if random == nil {
+		random = rand.Reader
+	}
+	if _, err := io.ReadFull(random, h.challenge[:]); err != nil {
 		return hello{}, fmt.Errorf("handshake: drawing a challenge: %w", err)
 	}
 	return h, nil
@@ -292,7 +338,7 @@ func write(w io.Writer, what string, msg []byte) error {
 // any other read failure (a deadline, a reset) as it is.
 func readError(what string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("handshake: connection ended while reading %s: %w", what, errTruncated)
+		return fmt.Errorf("handshake: reading %s: %w", what, ErrTruncated)
 	}
 	return fmt.Errorf("handshake: reading %s: %w", what, err)
 }
@@ -317,7 +363,7 @@ type transcript struct {
 func (t transcript) proof(cookie string, r role) []byte {
 	m := hmac.New(sha256.New, []byte(cookie))
 	var buf []byte
-	buf = append(buf, "regent handshake v1"...)
+	buf = append(buf, "regent handshake v2"...)
 	buf = append(buf, byte(len(r)))
 	buf = append(buf, r...)
 	buf = append(buf, t.dial.challenge[:]...)

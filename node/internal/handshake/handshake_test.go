@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -184,6 +185,25 @@ type attacker struct {
 func startAccept(t *testing.T, ac Config) *attacker {
 	t.Helper()
 	d, a := net.Pipe()
+	return startAcceptOver(t, d, a, ac)
+}
+
+// startAcceptTCP is startAccept over loopback TCP, whose client can close
+// its writing half and still read.
+func startAcceptTCP(t *testing.T, ac Config) *attacker {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	a, err := ln.Accept()
+	require.NoError(t, err)
+	return startAcceptOver(t, d, a, ac)
+}
+
+func startAcceptOver(t *testing.T, d, a net.Conn, ac Config) *attacker {
+	t.Helper()
 	require.NoError(t, d.SetDeadline(time.Now().Add(deadline)))
 	require.NoError(t, a.SetDeadline(time.Now().Add(deadline)))
 	at := &attacker{conn: d, result: make(chan outcome, 1)}
@@ -196,25 +216,16 @@ func startAccept(t *testing.T, ac Config) *attacker {
 	return at
 }
 
-// readAcceptorHello reads message 2: the acceptor's hello and proof.
-func (at *attacker) readAcceptorHello(t *testing.T) (hello, []byte) {
+// exchangeHellos sends a fresh hello as alpha and reads message 2, the
+// acceptor's hello.
+func (at *attacker) exchangeHellos(t *testing.T) (own, peer hello) {
 	t.Helper()
-	h, err := readHello(at.conn, DefaultMaxNameLength)
-	require.NoError(t, err)
-	proof := make([]byte, ProofSize)
-	_, err = io.ReadFull(at.conn, proof)
-	require.NoError(t, err)
-	return h, proof
-}
-
-// exchangeHellos sends a fresh hello as alpha and reads message 2.
-func (at *attacker) exchangeHellos(t *testing.T) (own, peer hello, peerProof []byte) {
-	t.Helper()
-	own, err := newHello(alpha)
+	own, err := newHello(cfg(alpha, ""))
 	require.NoError(t, err)
 	at.write(t, own.append(nil))
-	peer, peerProof = at.readAcceptorHello(t)
-	return own, peer, peerProof
+	peer, err = readHello(at.conn, DefaultMaxNameLength)
+	require.NoError(t, err)
+	return own, peer
 }
 
 func (at *attacker) write(t *testing.T, b []byte) {
@@ -236,16 +247,62 @@ func (at *attacker) finish(t *testing.T) outcome {
 	return <-at.result
 }
 
-func TestProofsCannotBeReusedWithoutTheCookie(t *testing.T) {
-	t.Run("the acceptor's own proof reflected back is refused", func(t *testing.T) {
-		at := startAccept(t, cfg(beta, "secret"))
-		_, _, proof := at.exchangeHellos(t)
-		at.write(t, append([]byte{statusOK}, proof...))
-		assert.Equal(t, statusBadProof, at.verdict(t))
-		out := at.finish(t)
-		require.ErrorIs(t, out.err, gen.ErrUnauthorized)
-	})
+// fixedRandom is a challenge source that always draws the same bytes.
+type fixedRandom byte
 
+func (f fixedRandom) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(f)
+	}
+	return len(p), nil
+}
+
+func TestAnUnauthenticatedDiallerLearnsNothingThatDependsOnTheCookie(t *testing.T) {
+	// Acceptors that differ only in their cookie, drawing the same
+	// challenge, face the same scripted client: if anything they sent
+	// depended on the cookie, the bytes the client received would differ.
+	received := func(t *testing.T, cookie string, script func(at *attacker)) []byte {
+		t.Helper()
+		ac := cfg(beta, cookie)
+		ac.random = fixedRandom(7)
+		at := startAcceptTCP(t, ac)
+		dc := cfg(alpha, "")
+		dc.random = fixedRandom(9)
+		own, err := newHello(dc)
+		require.NoError(t, err)
+		go func() {
+			_, _ = at.conn.Write(own.append(nil))
+			script(at)
+		}()
+		got, _ := io.ReadAll(at.conn)
+		out := <-at.result
+		require.Error(t, out.err, "the acceptor never accepts a client without the cookie")
+		return got
+	}
+	helloLen := helloFixedSize + len(beta.Name)
+	scripts := []struct {
+		name   string
+		script func(at *attacker)
+		want   int
+	}{
+		{"a client that sends its hello and hangs up gets the acceptor's hello only", func(at *attacker) {
+			_ = at.conn.(*net.TCPConn).CloseWrite()
+		}, helloLen},
+		{"a client that sends a guessed proof gets the hello and one refusal byte", func(at *attacker) {
+			_, _ = at.conn.Write(make([]byte, ProofSize))
+		}, helloLen + 1},
+	}
+	for _, sc := range scripts {
+		t.Run(sc.name, func(t *testing.T) {
+			one := received(t, "the first secret", sc.script)
+			two := received(t, "another secret entirely", sc.script)
+			require.Equal(t, one, two, "what the acceptor sent depends on its cookie")
+			require.Len(t, one, sc.want)
+		})
+	}
+}
+
+func TestProofsCannotBeReusedWithoutTheCookie(t *testing.T) {
 	t.Run("a dialler's proof captured from an earlier connection is refused", func(t *testing.T) {
 		d, a := net.Pipe()
 		rec := &recorder{Conn: d}
@@ -253,36 +310,42 @@ func TestProofsCannotBeReusedWithoutTheCookie(t *testing.T) {
 		require.NoError(t, dOut.err)
 		require.NoError(t, aOut.err)
 		helloLen := helloFixedSize + len(alpha.Name)
-		require.Len(t, rec.written, helloLen+1+ProofSize)
+		require.Len(t, rec.written, helloLen+ProofSize+1)
 
 		at := startAccept(t, cfg(beta, "secret"))
 		at.write(t, rec.written[:helloLen])
-		at.readAcceptorHello(t)
-		at.write(t, rec.written[helloLen:])
+		_, err := readHello(at.conn, DefaultMaxNameLength)
+		require.NoError(t, err)
+		at.write(t, rec.written[helloLen:helloLen+ProofSize])
 		assert.Equal(t, statusBadProof, at.verdict(t))
 		require.ErrorIs(t, at.finish(t).err, gen.ErrUnauthorized)
 	})
 
 	t.Run("a proof made for the other role over the same transcript is refused", func(t *testing.T) {
 		at := startAccept(t, cfg(beta, "secret"))
-		h, peer, _ := at.exchangeHellos(t)
-		wrongRole := transcript{dial: h, accept: peer}.proof("secret", roleAccept)
-		at.write(t, append([]byte{statusOK}, wrongRole...))
+		h, peer := at.exchangeHellos(t)
+		at.write(t, transcript{dial: h, accept: peer}.proof("secret", roleAccept))
 		assert.Equal(t, statusBadProof, at.verdict(t))
 		require.ErrorIs(t, at.finish(t).err, gen.ErrUnauthorized)
 	})
 
 	t.Run("a correct proof is accepted by the same script", func(t *testing.T) {
 		at := startAccept(t, cfg(beta, "secret"))
-		h, peer, _ := at.exchangeHellos(t)
-		at.write(t, append([]byte{statusOK}, transcript{dial: h, accept: peer}.proof("secret", roleDial)...))
+		h, peer := at.exchangeHellos(t)
+		tr := transcript{dial: h, accept: peer}
+		at.write(t, tr.proof("secret", roleDial))
 		assert.Equal(t, statusOK, at.verdict(t))
+		proof := make([]byte, ProofSize)
+		_, err := io.ReadFull(at.conn, proof)
+		require.NoError(t, err)
+		assert.Equal(t, tr.proof("secret", roleAccept), proof)
+		at.write(t, []byte{statusOK})
 		out := at.finish(t)
 		require.NoError(t, out.err)
 		assert.Equal(t, alpha, out.id)
 	})
 
-	t.Run("a dialler refuses an acceptor that echoes its challenge", func(t *testing.T) {
+	t.Run("a dialler refuses an acceptor that echoes its hello and its proof", func(t *testing.T) {
 		d, a := net.Pipe()
 		require.NoError(t, d.SetDeadline(time.Now().Add(deadline)))
 		require.NoError(t, a.SetDeadline(time.Now().Add(deadline)))
@@ -293,16 +356,54 @@ func TestProofsCannotBeReusedWithoutTheCookie(t *testing.T) {
 			d.Close()
 			done <- outcome{id, err}
 		}()
-		// Reflect the dialler's own hello; without the cookie the
-		// attacker cannot make a valid proof, so it sends zeros.
+		// Without the cookie the rogue acceptor can only reflect what the
+		// dialler sent: its hello, then its proof as the acceptor's.
 		h, err := readHello(a, DefaultMaxNameLength)
 		require.NoError(t, err)
-		_, err = a.Write(append(h.append(nil), make([]byte, ProofSize)...))
+		_, err = a.Write(h.append(nil))
+		require.NoError(t, err)
+		proof := make([]byte, ProofSize)
+		_, err = io.ReadFull(a, proof)
+		require.NoError(t, err)
+		_, err = a.Write(append([]byte{statusOK}, proof...))
 		require.NoError(t, err)
 		status, err := readStatus(a, "dialler's verdict")
 		require.NoError(t, err)
 		assert.Equal(t, statusBadProof, status)
 		require.ErrorIs(t, (<-done).err, gen.ErrUnauthorized)
+	})
+}
+
+func TestAdmit(t *testing.T) {
+	busy := errors.New("busy")
+	refusing := func(c Config, asked *[]Identity) Config {
+		c.Admit = func(peer Identity) error {
+			*asked = append(*asked, peer)
+			return busy
+		}
+		return c
+	}
+	t.Run("an acceptor's refusal reaches the dialler as ErrRefused before the acceptor proves itself", func(t *testing.T) {
+		var asked []Identity
+		d, a := pipePair(t, cfg(alpha, "secret"), refusing(cfg(beta, "secret"), &asked), beta.Name)
+		require.ErrorIs(t, d.err, ErrRefused)
+		require.ErrorIs(t, d.err, gen.ErrNotAllowed)
+		require.ErrorIs(t, a.err, busy)
+		require.Equal(t, []Identity{alpha}, asked)
+	})
+	t.Run("a dialler's refusal reaches the acceptor as ErrRefused", func(t *testing.T) {
+		var asked []Identity
+		d, a := pipePair(t, refusing(cfg(alpha, "secret"), &asked), cfg(beta, "secret"), beta.Name)
+		require.ErrorIs(t, d.err, busy)
+		require.ErrorIs(t, a.err, ErrRefused)
+		require.Equal(t, []Identity{beta}, asked)
+	})
+	t.Run("a peer that has not proved the cookie is never put to Admit", func(t *testing.T) {
+		var asked []Identity
+		d, a := pipePair(t, cfg(alpha, "wrong"), refusing(cfg(beta, "secret"), &asked), beta.Name)
+		require.ErrorIs(t, d.err, gen.ErrUnauthorized)
+		require.ErrorIs(t, a.err, gen.ErrUnauthorized)
+		require.Empty(t, asked)
 	})
 }
 
@@ -318,7 +419,7 @@ func TestGarbageIsRejected(t *testing.T) {
 		{"a zero-length name is malformed", helloWithNameLength(0), gen.ErrMalformed},
 		{"a name longer than the cap is malformed", helloWithNameLength(DefaultMaxNameLength + 1), gen.ErrMalformed},
 		{"a 64 KiB name length is malformed", helloWithNameLength(0xFFFF), gen.ErrMalformed},
-		{"a stream ending inside the hello is malformed", []byte(Magic + "\x01abc"), gen.ErrMalformed},
+		{"a stream ending inside the hello is truncated", append([]byte(Magic), Version, 'a', 'b', 'c'), ErrTruncated},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

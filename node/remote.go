@@ -1,0 +1,164 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// The remote half of the node: what its operations send to other nodes, and
+// what it does with the frames they send. The network (network.go,
+// acceptor.go, connection.go) only carries the frames.
+
+// sendRemote hands env to the connection to node. Without one, env is
+// encoded at once (so an unencodable one fails here) and queued while the
+// connection is dialled in the background; see network.queue.
+func (n *node) sendRemote(to gen.Atom, env *envelope) error {
+	if err := n.net.refuseDisabled("send to", to); err != nil {
+		return err
+	}
+	var frame []byte
+	for {
+		if c := n.net.existing(to); c != nil {
+			// A connection retired after a simultaneous dial refuses the
+			// send; its replacement is already in the table.
+			if err := c.send(env); !errors.Is(err, errRetired) {
+				return err
+			}
+			continue
+		}
+		if frame == nil {
+			f, err := n.net.appendFrame(nil, env)
+			if err != nil {
+				return fmt.Errorf("send to %s: %w", to, err)
+			}
+			frame = f
+		}
+		if queued, err := n.net.queue(to, frame, 1); queued || err != nil {
+			return err
+		}
+		// A connection was registered meanwhile: send on it.
+	}
+}
+
+// connectTo makes sure a connection to the node exists or is being dialled.
+func (n *node) connectTo(to gen.Atom) error {
+	_, err := n.net.queue(to, nil, 0)
+	return err
+}
+
+// notifyRemote tells a watcher on another node that t ended. Without a
+// connection there is nothing to do: that node reports the loss itself.
+func (n *node) notifyRemote(t target, w watcher, reason error) {
+	c := n.net.existing(w.pid.Node)
+	if c == nil {
+		return
+	}
+	env := &envelope{kind: kindDown, flags: uint8(w.kind), to: w.pid, target: t, payload: reason}
+	if w.kind == relCall {
+		env = &envelope{kind: kindResponse, flags: flagError, target: pidTarget(w.pid), ref: w.ref, payload: gen.ErrProcessTerminated}
+	}
+	if err := c.send(env); err != nil {
+		n.net.logs.Warning("notify", "telling %s that %v ended: %v", w.pid, t, err)
+	}
+}
+
+// sendUnwatch tells a remote process target's node to drop a watcher, if a
+// connection exists; without one the remote side has already dropped it.
+func (n *node) sendUnwatch(t target, w watcher) {
+	if t.isNode() {
+		return
+	}
+	c := n.net.existing(t.node)
+	if c == nil {
+		return
+	}
+	if err := c.send(&envelope{kind: kindUnwatch, flags: uint8(w.kind), from: w.pid, target: t}); err != nil {
+		n.log.Debug("unwatch %v on %s: %v", t, t.node, err)
+	}
+}
+
+// receive carries out one frame from the peer on c.
+func (n *node) receive(c *connection, env *envelope) {
+	switch env.kind {
+	case kindMessage:
+		if !n.local(env.target) {
+			c.nw.drop(dropUnexpectedFrame)
+			return
+		}
+		if err := n.sendTo(env.from, env.target, env.payload); err != nil {
+			c.nw.drop(dropUnknownProcess)
+			n.log.Debug("message from %s dropped: %v", env.from, err)
+		}
+	case kindRequest, kindInspect:
+		if !n.local(env.target) {
+			c.nw.drop(dropUnexpectedFrame)
+			return
+		}
+		if _, err := n.enqueueRequest(env.target, env.from, env.ref, env.kind, env.payload); err != nil {
+			n.reply(c, &envelope{kind: kindResponse, flags: flagError, target: pidTarget(env.from), ref: env.ref, payload: err})
+		}
+	case kindResponse:
+		if !env.target.isPID() || !n.local(env.target) {
+			c.nw.drop(dropUnexpectedFrame)
+			return
+		}
+		if env.flags&flagError != 0 {
+			n.calls.resolve(env.ref, nil, payloadError(env.payload))
+			return
+		}
+		n.calls.resolve(env.ref, env.payload, nil)
+	case kindExit:
+		if err := n.exitLocal(env.from, env.target.pid, payloadError(env.payload)); err != nil {
+			c.nw.drop(dropUnknownProcess)
+		}
+	case kindWatch:
+		kind := relKind(env.flags)
+		if !n.local(env.target) || (kind != relMonitor && kind != relLink) {
+			c.nw.drop(dropUnexpectedFrame)
+			return
+		}
+		w := watcher{pid: env.from, kind: kind}
+		if !n.rel.addIfLive(env.target, w) {
+			n.notifyRemote(env.target, w, gen.ErrProcessUnknown)
+		}
+	case kindUnwatch:
+		n.rel.remove(env.target, watcher{pid: env.from, kind: relKind(env.flags)})
+	case kindDown:
+		w := watcher{pid: env.to, kind: relKind(env.flags)}
+		if env.target.node != c.peer.Name {
+			c.nw.drop(dropUnexpectedFrame)
+			return
+		}
+		if n.rel.remove(env.target, w) {
+			n.notify(env.target, w, payloadError(env.payload))
+		}
+	default:
+		c.nw.drop(dropUnexpectedFrame)
+	}
+}
+
+// refuseUnknown answers a request whose payload type this node does not
+// know, so the caller learns gen.ErrUnregistered instead of timing out.
+func (n *node) refuseUnknown(c *connection, env *envelope, err error) {
+	if env == nil || (env.kind != kindRequest && env.kind != kindInspect) {
+		return
+	}
+	n.reply(c, &envelope{kind: kindResponse, flags: flagError, target: pidTarget(env.from), ref: env.ref, payload: err})
+}
+
+// reply sends a runtime-made answer back on c.
+func (n *node) reply(c *connection, env *envelope) {
+	if err := c.send(env); err != nil {
+		n.log.Debug("reply to %s: %v", c.peer.Name, err)
+	}
+}
+
+// payloadError returns the error a frame carries.
+func payloadError(v any) error {
+	if err, ok := v.(error); ok && err != nil {
+		return err
+	}
+	return fmt.Errorf("frame carried %T instead of an error: %w", v, gen.ErrMalformed)
+}
