@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
-	"github.com/regent-go/regent/testing/loopback"
 )
 
 const inspectSynopsis = `inspect [flags] NODE
@@ -52,43 +50,21 @@ type inspectReport struct {
 
 func runInspect(ctx context.Context, args []string, env *environment) error {
 	var (
-		member  string
-		net     netFlags
-		routes  listFlag
-		asJSON  bool
-		timeout time.Duration
+		client clientFlags
+		asJSON bool
 	)
 	fs := newFlags(env, "inspect", inspectSynopsis).withEnv()
-	net.register(fs)
-	fs.StringVar(&member, "member", string(memberName), "registered name of the election actor")
-	fs.Var(&routes, "route", "NAME=HOST:PORT for a node whose name has no port; repeat or comma-separate")
+	client.register(fs, "how long to wait for each member")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-	fs.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for each member")
 	rest, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return usageError("give exactly one node name, e.g. regent inspect n1@127.0.0.1:4370 (got %d)", len(rest))
-	}
-	if err := net.resolve(fs.typed["cookie"]); err != nil {
+	target, err := client.target(fs, "inspect", rest)
+	if err != nil {
 		return err
 	}
-	target := gen.Atom(rest[0])
-	if len(routes) == 0 {
-		if err := checkNodeName("NODE", rest[0]); err != nil {
-			return err
-		}
-	}
-	resolved := map[gen.Atom]string{}
-	for _, r := range routes {
-		name, addr, ok := strings.Cut(r, "=")
-		if !ok {
-			return usageError("--route %q is not NAME=HOST:PORT", r)
-		}
-		resolved[gen.Atom(name)] = addr
-	}
-	report, err := inspectCluster(ctx, target, gen.Atom(member), net, resolved, timeout)
+	report, err := inspectCluster(ctx, target, client)
 	if err != nil {
 		return err
 	}
@@ -104,18 +80,18 @@ func runInspect(ctx context.Context, args []string, env *environment) error {
 // inspectCluster starts a node of its own and reads the member on target
 // and every member of every view it learns of, one request each
 // (leader.ReadMember), those learnt together in parallel.
-func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (inspectReport, error) {
-	n, err := startClientNode("inspect", net, routes, timeout)
+func inspectCluster(ctx context.Context, target gen.ProcessID, client clientFlags) (inspectReport, error) {
+	n, err := client.start("inspect")
 	if err != nil {
 		return inspectReport{}, err
 	}
 	defer n.Stop()
 
 	var report inspectReport
-	seen := map[gen.Atom]bool{target: true}
-	wave := []gen.ProcessID{{Name: member, Node: target}}
+	seen := map[gen.Atom]bool{target.Node: true}
+	wave := []gen.ProcessID{target}
 	for len(wave) > 0 {
-		found := readAll(ctx, n, wave, timeout)
+		found := readAll(ctx, n, wave, client.timeout)
 		wave = nil
 		for _, f := range found {
 			report.Members = append(report.Members, f.inspected)
@@ -129,24 +105,11 @@ func inspectCluster(ctx context.Context, target, member gen.Atom, net netFlags, 
 	}
 	first := report.Members[0]
 	if first.Error != "" {
-		return report, fmt.Errorf("reading %s on %s: %s", member, target, first.Error)
+		return report, fmt.Errorf("reading %s: %s", target, first.Error)
 	}
 	report.Cluster = first.reading.Cluster
 	slices.SortFunc(report.Members, func(a, b inspected) int { return strings.Compare(string(a.Node), string(b.Node)) })
 	return report, nil
-}
-
-// startClientNode starts the short-lived node a command reads or drives a
-// cluster from, with the cluster's cookie, TLS and routes.
-func startClientNode(command string, net netFlags, routes map[gen.Atom]string, timeout time.Duration) (gen.Node, error) {
-	self := gen.Atom(fmt.Sprintf("regent-%s-%d-%d@%s", command, os.Getpid(), time.Now().UnixNano()%1e6, net.resolvedHost))
-	o := net.options()
-	o.Routes, o.Acceptor, o.HandshakeTimeout = routes, gen.AcceptorOptions{Host: loopback.Host}, timeout
-	n, err := loopback.StartNode(self, loopback.Options{Cookie: net.resolvedCookie, Network: o})
-	if err != nil {
-		return nil, fmt.Errorf("starting the %s node: %w", command, err)
-	}
-	return n, nil
 }
 
 // readResult is one member read, with the view it reported.

@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/testing/loopback"
 )
 
 // netFlags are the flags every command that joins a deployment takes: where
@@ -211,4 +213,61 @@ func realCause(err error) bool {
 	return errors.Is(err, gen.ErrUnauthorized) || errors.As(err, &dns) || errors.As(err, &op) || isTimeout(err) ||
 		errors.Is(err, gen.ErrProcessUnknown) || errors.Is(err, gen.ErrNameUnknown) || errors.Is(err, gen.ErrNoRoute) ||
 		errors.Is(err, gen.ErrIncorrect)
+}
+
+// clientFlags are the flags of a command that reads or drives a running
+// cluster from a short-lived node of its own (inspect, reform).
+type clientFlags struct {
+	net     netFlags
+	member  string
+	routes  listFlag
+	timeout time.Duration
+
+	resolvedRoutes map[gen.Atom]string // set by target
+}
+
+// register adds the flags to fs; timeoutUsage says what the timeout bounds.
+func (c *clientFlags) register(fs *flagSet, timeoutUsage string) {
+	c.net.register(fs)
+	fs.StringVar(&c.member, "member", string(memberName), "registered name of the election actor")
+	fs.Var(&c.routes, "route", "NAME=HOST:PORT for a node whose name has no port; repeat or comma-separate")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, timeoutUsage)
+}
+
+// target settles the flags once fs is parsed and names the election actor on
+// the one node argument in rest.
+func (c *clientFlags) target(fs *flagSet, command string, rest []string) (gen.ProcessID, error) {
+	if len(rest) != 1 {
+		return gen.ProcessID{}, usageError("give exactly one node name, e.g. regent %s n1@127.0.0.1:4370 (got %d)", command, len(rest))
+	}
+	if err := c.net.resolve(fs.typed["cookie"]); err != nil {
+		return gen.ProcessID{}, err
+	}
+	if len(c.routes) == 0 {
+		if err := checkNodeName("NODE", rest[0]); err != nil {
+			return gen.ProcessID{}, err
+		}
+	}
+	c.resolvedRoutes = map[gen.Atom]string{}
+	for _, r := range c.routes {
+		name, addr, ok := strings.Cut(r, "=")
+		if !ok {
+			return gen.ProcessID{}, usageError("--route %q is not NAME=HOST:PORT", r)
+		}
+		c.resolvedRoutes[gen.Atom(name)] = addr
+	}
+	return gen.ProcessID{Name: gen.Atom(c.member), Node: gen.Atom(rest[0])}, nil
+}
+
+// start starts the short-lived node the command reads or drives the cluster
+// from, with the cluster's cookie, TLS and routes.
+func (c *clientFlags) start(command string) (gen.Node, error) {
+	self := gen.Atom(fmt.Sprintf("regent-%s-%d-%d@%s", command, os.Getpid(), time.Now().UnixNano()%1e6, c.net.resolvedHost))
+	o := c.net.options()
+	o.Routes, o.Acceptor, o.HandshakeTimeout = c.resolvedRoutes, gen.AcceptorOptions{Host: loopback.Host}, c.timeout
+	n, err := loopback.StartNode(self, loopback.Options{Cookie: c.net.resolvedCookie, Network: o})
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s node: %w", command, err)
+	}
+	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
@@ -33,49 +32,27 @@ Examples:
 
 func runReform(ctx context.Context, args []string, env *environment) error {
 	var (
-		member  string
-		net     netFlags
-		routes  listFlag
-		yes     bool
-		timeout time.Duration
+		client clientFlags
+		yes    bool
 	)
 	fs := newFlags(env, "reform", reformSynopsis).withEnv()
-	net.register(fs)
-	fs.StringVar(&member, "member", string(memberName), "registered name of the election actor")
-	fs.Var(&routes, "route", "NAME=HOST:PORT for a node whose name has no port; repeat or comma-separate")
+	client.register(fs, "how long to wait for the member")
 	fs.BoolVar(&yes, "yes", false, "re-form the view; without it, only show what would change")
-	fs.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the member")
 	rest, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return usageError("give exactly one node name, e.g. regent reform n3@127.0.0.1:4370 (got %d)", len(rest))
-	}
-	if err := net.resolve(fs.typed["cookie"]); err != nil {
+	target, err := client.target(fs, "reform", rest)
+	if err != nil {
 		return err
 	}
-	if len(routes) == 0 {
-		if err := checkNodeName("NODE", rest[0]); err != nil {
-			return err
-		}
-	}
-	resolved := map[gen.Atom]string{}
-	for _, r := range routes {
-		name, addr, ok := strings.Cut(r, "=")
-		if !ok {
-			return usageError("--route %q is not NAME=HOST:PORT", r)
-		}
-		resolved[gen.Atom(name)] = addr
-	}
-	n, err := startClientNode("reform", net, resolved, timeout)
+	n, err := client.start("reform")
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
-	target := gen.ProcessID{Name: gen.Atom(member), Node: gen.Atom(rest[0])}
 
-	read := readOne(ctx, n, target, timeout)
+	read := readOne(ctx, n, target, client.timeout)
 	if read.Error != "" && read.Inspection == nil {
 		return fmt.Errorf("reading %s: %s", target, read.Error)
 	}
