@@ -19,7 +19,9 @@ import (
 type member struct{ leader.Actor }
 
 func (m *member) Init(args ...any) (leader.Options, error) {
-	return leader.Options{ClusterID: "walkthrough", MinClusterSize: 3, Bootstrap: args[0].([]gen.ProcessID)}, nil
+	o := args[1].(leader.Options)
+	o.ClusterID, o.MinClusterSize, o.Bootstrap = "walkthrough", 3, args[0].([]gen.ProcessID)
+	return o, nil
 }
 func (m *member) HandleBecomeLeader() error          { return nil }
 func (m *member) HandleBecomeFollower(gen.PID) error { return nil }
@@ -46,6 +48,9 @@ type report struct {
 type config struct {
 	watch  time.Duration // how long to watch a partition that should change nothing
 	settle time.Duration // bound on each wait
+	// timings are the members' election timings; zero means the defaults.
+	// Slower ones tolerate a loaded machine's scheduling delays.
+	timings leader.Options
 }
 
 type walk struct {
@@ -132,7 +137,7 @@ func run(ctx context.Context, out io.Writer, cfg config) (report, error) {
 	nodes := c.Nodes()
 	w := &walk{out: out, cfg: cfg, mesh: mesh, c: c, nodes: nodes, pids: make([]gen.PID, len(nodes))}
 	for i, n := range nodes {
-		w.pids[i], err = n.SpawnRegister("member", func() gen.ProcessBehavior { return &member{} }, gen.ProcessOptions{}, c.Peers("member", i))
+		w.pids[i], err = n.SpawnRegister("member", func() gen.ProcessBehavior { return &member{} }, gen.ProcessOptions{}, c.Peers("member", i), cfg.timings)
 		if err != nil {
 			return r, fmt.Errorf("spawning on %s: %w", n.Name(), err)
 		}

@@ -9,12 +9,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/regent-go/regent/leader"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPartitionWalkthrough(t *testing.T) {
-	r, err := run(context.Background(), io.Discard, config{watch: time.Second, settle: 60 * time.Second})
+	// Four times the default timings: the walkthrough's claims hold on a
+	// machine busy enough to delay a heartbeat past the default 150 ms.
+	slow := leader.Options{ElectionTimeoutMin: 600, ElectionTimeoutMax: 1200, HeartbeatInterval: 200}
+	r, err := run(context.Background(), io.Discard, config{watch: time.Second, settle: 60 * time.Second, timings: slow})
 	require.NoError(t, err)
 	t.Run("a leader on the majority side keeps leading at its term", func(t *testing.T) {
 		assert.True(t, r.MajorityKept)
