@@ -396,9 +396,11 @@ func (c *Core) onProbeTick(now time.Time) {
 		// Ask the members we know too, even with a leader named: their
 		// refusals name the leader they follow now and carry their term, so
 		// a member whose leader lost leadership, or whose requests a newer
-		// term drops as stale, catches up instead of asking in vain.
+		// term drops as stale, catches up instead of asking in vain. The
+		// members of the view it holds are asked even before they answered
+		// (after a restart nobody has), as nobody need declare this member.
 		for _, n := range c.peers.nodes() {
-			if p := c.peers.get(n); p.answered {
+			if p := c.peers.get(n); p.answered || c.view.has(n) {
 				c.negotiate(now, p)
 			}
 		}

@@ -416,3 +416,23 @@ func TestTwoAgreedClustersMerge(t *testing.T) {
 		return len(l) == 1 && l[0].core.ViewSize() == 4 && nw.agree(l[0])
 	})
 }
+
+// A member restarted from durable state whose view no longer names it (it
+// was removed and acknowledged that) asks the view's members to be
+// admitted: no member need declare it, so nobody else may reach out to it
+// (found by the simulator: chaos seed 206).
+func TestRestartedOutsideItsViewAsksToBeAdmitted(t *testing.T) {
+	view := newView(agreedView(4, 3, 5).Stamp, members(4)[1:])
+	h := newHarnessWith(t, 3, HardState{Term: 3, View: view}, func(c *Config) { c.Bootstrap = nil })
+	assert.Equal(t, view.Stamp.Lineage, h.c.Status(h.now).Joining, "outside the agreed view it holds")
+	assert.Equal(t, RoleUnclustered, h.c.Role())
+	h.take()
+	h.fire(TimerProbe)
+	probes := messagesOf[MessageRequestVote](h.take())
+	require.Len(t, probes, 3, "every member of the view is asked")
+	h.step(2, MessageVote{Header: hdr(2, 3, view.Stamp), PreVote: true, Leader: procID(nodeName(3))})
+	asks := messagesOf[MessageMembership](h.take())
+	require.Len(t, asks, 1)
+	assert.Equal(t, procID(nodeName(3)), asks[0].ToName, "the leader a refusal named")
+	assert.Equal(t, []gen.ProcessID{procID(nodeName(1))}, asks[0].Message.(MessageMembership).Add)
+}
