@@ -31,7 +31,8 @@ const (
 )
 
 // pollKeys are the inspection keys the OS-mode history is built from.
-var pollKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:quorum", "ergo:min_cluster_size", "ergo:votes_count"}
+var pollKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:quorum", "ergo:min_cluster_size", "ergo:votes_count",
+	"ergo:protocol_leader", "ergo:view_lineage", "ergo:view_term", "ergo:view_epoch", "ergo:view_agreed", "ergo:view_members"}
 
 // processes runs members as OS processes and builds their history by
 // polling their inspection from a harness-owned node.
@@ -193,6 +194,44 @@ type observed struct {
 	role, leader             string
 	term                     uint64
 	view, quorum, min, votes int
+	protocol, agreed         bool
+	lineage, members         string
+	viewTerm, viewEpoch      uint64
+}
+
+// event is o as a KindState event of member at.
+func (c *Cluster) event(at time.Duration, member string, o observed) history.Event {
+	e := history.Event{
+		At: at, Kind: history.KindState, Member: member, Life: o.life, Role: o.role, Term: o.term,
+		Leader: o.leader, ViewSize: o.view, Quorum: o.quorum, MinClusterSize: o.min, VotesGranted: o.votes,
+		ProtocolLeader: o.protocol, Lineage: o.lineage, ViewTerm: o.viewTerm, ViewEpoch: o.viewEpoch, Agreed: o.agreed,
+	}
+	if o.lineage != "" {
+		e.View = c.viewLabels(o.members)
+		if o.agreed {
+			e.AgreedSize, e.AgreedQuorum = len(e.View), len(e.View)/2+1
+		}
+	}
+	return e
+}
+
+// viewLabels names the members of ergo:view_members ("<name@node>, ...")
+// as the history does: a member of the cluster by its label, anything else
+// (another registered name on a member's node) as inspection wrote it.
+func (c *Cluster) viewLabels(members string) []string {
+	out := []string{}
+	for _, m := range strings.Split(members, ", ") {
+		name, node, ok := strings.Cut(strings.Trim(m, "<>"), "@")
+		if !ok {
+			continue
+		}
+		if i, known := c.byNode[gen.Atom(node)]; known && gen.Atom(name) == c.cfg.Name {
+			out = append(out, c.cfg.label(i))
+		} else {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // poll records a KindState event whenever a member's inspected state
@@ -225,15 +264,15 @@ func (p *processes) poll() {
 				life: life, role: v["ergo:state"], term: parseUint(v["ergo:term"]),
 				leader: c.labelOf(gen.Atom(v["ergo:leader_node"])), view: parseInt(v["ergo:view_size"]),
 				quorum: parseInt(v["ergo:quorum"]), min: parseInt(v["ergo:min_cluster_size"]), votes: parseInt(v["ergo:votes_count"]),
+				protocol: v["ergo:protocol_leader"] == "true", agreed: v["ergo:view_agreed"] == "true",
+				lineage: v["ergo:view_lineage"], members: v["ergo:view_members"],
+				viewTerm: parseUint(v["ergo:view_term"]), viewEpoch: parseUint(v["ergo:view_epoch"]),
 			}
 			if last[i] == o {
 				continue
 			}
 			last[i] = o
-			c.hist.Append(history.Event{
-				At: c.now(), Kind: history.KindState, Member: c.cfg.label(i), Life: life, Role: o.role, Term: o.term,
-				Leader: o.leader, ViewSize: o.view, Quorum: o.quorum, MinClusterSize: o.min, VotesGranted: o.votes,
-			})
+			c.hist.Append(c.event(c.now(), c.cfg.label(i), o))
 		}
 	}
 }
