@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,13 +122,7 @@ func TestBridgeAndLongCuts(t *testing.T) {
 	t.Run("a minority cut off for twenty GhostTTLs keeps its view and elects nobody", func(t *testing.T) {
 		s, l := start(t, Config{Seed: 15, Members: 7, Election: election.Config{MinClusterSize: 4, GhostTTL: 500 * time.Millisecond}})
 		minority := []int{(l + 1) % 7, (l + 2) % 7, (l + 3) % 7}
-		var majority []int
-		for i := range 7 {
-			if !slices.Contains(minority, i) {
-				majority = append(majority, i)
-			}
-		}
-		require.NoError(t, s.Partition(minority, majority))
+		require.NoError(t, s.Partition(minority, others(7, minority)))
 		s.Run(10 * time.Second)
 		for _, i := range minority {
 			st, _ := s.Status(i)

@@ -404,27 +404,24 @@ func (s *Simulator) clock() time.Time { return epoch.Add(s.now) }
 // actorOf finds the actor a PID belongs to, whichever its life; nil for a
 // PID no actor ever had.
 func (s *Simulator) actorOf(pid gen.PID) *member {
-	i, ok := s.byNode[pid.Node]
-	switch {
-	case !ok:
-		return nil
-	case pid.ID == memberID:
-		return s.members[i]
-	case pid.ID == rogueID:
-		return s.rogueOn[i]
-	}
-	return nil
+	return s.on(pid.Node, pid.ID == memberID, pid.ID == rogueID)
 }
 
 // named finds the actor registered as id, nil when none ever was.
 func (s *Simulator) named(id gen.ProcessID) *member {
-	i, ok := s.byNode[id.Node]
+	return s.on(id.Node, id.Name == memberName, id.Name == rogueName)
+}
+
+// on finds the member on node, or the second actor there; nil when node is
+// no member's or the actor asked for never ran.
+func (s *Simulator) on(node gen.Atom, isMember, isRogue bool) *member {
+	i, ok := s.byNode[node]
 	switch {
 	case !ok:
 		return nil
-	case id.Name == memberName:
+	case isMember:
 		return s.members[i]
-	case id.Name == rogueName:
+	case isRogue:
 		return s.rogueOn[i]
 	}
 	return nil

@@ -276,6 +276,17 @@ func start(t *testing.T, cfg Config) (*Simulator, int) {
 	return s, s.Leaders()[0]
 }
 
+// others lists the members of n not in group.
+func others(n int, group []int) []int {
+	var out []int
+	for i := range n {
+		if !slices.Contains(group, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // requireClean checks every invariant of s's history.
 func requireClean(t *testing.T, s *Simulator) {
 	t.Helper()
@@ -328,12 +339,7 @@ func TestPartitions(t *testing.T) {
 	t.Run("a minority side elects nobody while the majority side elects one", func(t *testing.T) {
 		s, l := start(t, quiet(4, nil))
 		minority := []int{l, (l + 1) % 5}
-		var majority []int
-		for i := range 5 {
-			if !slices.Contains(minority, i) {
-				majority = append(majority, i)
-			}
-		}
+		majority := others(5, minority)
 		require.NoError(t, s.Partition(minority, majority))
 		s.Run(5 * time.Second)
 		leaders := s.Leaders()
@@ -481,48 +487,64 @@ func rules(vs []history.Violation) []string {
 	return out
 }
 
+// restartDemo is the schedule of the durability demonstrations: m3 is cut
+// off from the start while m1 and m2 elect; at restart the follower F
+// crashes, is cut off from the leader L together with m3, and restarts at
+// once.
+type restartDemo struct {
+	config  func(seed uint64) Config
+	restart time.Duration
+	length  time.Duration
+}
+
+func (d restartDemo) plan(l, f int) []Fault {
+	return []Fault{
+		{At: 0, Kind: FaultPartition, Groups: [][]int{{0, 1}, {2}}},
+		{At: d.restart, Kind: FaultCrash, Member: f},
+		{At: d.restart, Kind: FaultPartition, Groups: [][]int{{l}, {f, 2}}},
+		{At: d.restart, Kind: FaultRestart, Member: f},
+	}
+}
+
+// run plays the schedule of seed with L = l and F = f.
+func (d restartDemo) run(t *testing.T, seed uint64, durable bool, l, f int) *Simulator {
+	t.Helper()
+	cfg := d.config(seed)
+	cfg.Durable, cfg.Plan = durable, d.plan(l, f)
+	s, err := New(cfg)
+	require.NoError(t, err)
+	s.Run(d.length)
+	return s
+}
+
+// find searches the seeds up to 50 for one where the schedule bites: the
+// first election leaves one leader, and the run without durable state breaks
+// the rules bites looks for. It returns the seed, L and F.
+func (d restartDemo) find(t *testing.T, bites func(broken []string) bool) (seed uint64, l, f int) {
+	t.Helper()
+	for candidate := uint64(1); candidate <= 50; candidate++ {
+		cfg := d.config(candidate)
+		cfg.Plan = d.plan(0, 1)[:1]
+		s, err := New(cfg)
+		require.NoError(t, err)
+		s.Run(d.restart)
+		if leaders := s.Leaders(); len(leaders) == 1 && bites(rules(safetyViolations(d.run(t, candidate, false, leaders[0], 1-leaders[0]).History()))) {
+			return candidate, leaders[0], 1 - leaders[0]
+		}
+	}
+	t.Fatalf("no seed among 50 makes the schedule bite")
+	return 0, 0, 0
+}
+
 func TestDurableTermAndVote(t *testing.T) {
-	// The adversarial schedule: m3 is cut off from the start (with PreVote
-	// it stays at term 0); m1 and m2 elect at term 1, the follower F voting
-	// for the leader L. Then F crashes and restarts at once while L is cut
-	// off from both others: F and m3 elect among themselves at term 1.
-	plan := func(l, f int) []Fault {
-		return []Fault{
-			{At: 0, Kind: FaultPartition, Groups: [][]int{{0, 1}, {2}}},
-			{At: time.Second, Kind: FaultCrash, Member: f},
-			{At: time.Second, Kind: FaultPartition, Groups: [][]int{{l}, {f, 2}}},
-			{At: time.Second, Kind: FaultRestart, Member: f},
-		}
-	}
-	run := func(seed uint64, durable bool, l, f int) *Simulator {
-		cfg := durabilityDemo(seed)
-		cfg.Durable = durable
-		cfg.Plan = plan(l, f)
-		s, err := New(cfg)
-		require.NoError(t, err)
-		s.Run(4 * time.Second)
-		return s
-	}
-	// Search for a seed where the schedule bites: the first election must
-	// be won at term 1 and the second must reach term 1 again.
-	var seed uint64
-	var l, f int
-	for candidate := uint64(1); candidate <= 50 && seed == 0; candidate++ {
-		cfg := durabilityDemo(candidate)
-		cfg.Plan = plan(0, 1)[:1]
-		s, err := New(cfg)
-		require.NoError(t, err)
-		s.Run(time.Second)
-		leaders := s.Leaders()
-		if len(leaders) != 1 {
-			continue
-		}
-		found := rules(safetyViolations(run(candidate, false, leaders[0], 1-leaders[0]).History()))
-		if slices.Contains(found, history.RuleSingleVote) && slices.Contains(found, history.RuleElectionSafety) {
-			seed, l, f = candidate, leaders[0], 1-leaders[0]
-		}
-	}
-	require.NotZero(t, seed, "no seed among 50 makes the adversarial schedule break single vote and election safety")
+	// With PreVote, m3 stays at term 0 while cut off; m1 and m2 elect at
+	// term 1, F voting for L. After F's restart, F and m3 elect among
+	// themselves at term 1 again.
+	demo := restartDemo{config: durabilityDemo, restart: time.Second, length: 4 * time.Second}
+	seed, l, f := demo.find(t, func(broken []string) bool {
+		return slices.Contains(broken, history.RuleSingleVote) && slices.Contains(broken, history.RuleElectionSafety)
+	})
+	run := func(seed uint64, durable bool, l, f int) *Simulator { return demo.run(t, seed, durable, l, f) }
 
 	t.Run("without durable state the restarted member votes twice in one term and two members lead it", func(t *testing.T) {
 		s := run(seed, false, l, f)
@@ -561,46 +583,20 @@ func TestDurableTermAndVote(t *testing.T) {
 	})
 }
 
-// The view is durable state too. The schedule: m3 is cut off from the
-// start and, with PreVote off, campaigns alone for a formation at ever
-// higher terms; m1 and m2 form the first view (MinClusterSize 2 of 3), which
-// names m3, at a low term. At 2s the follower F crashes and restarts at
-// once, cut off from the leader L together with m3.
+// The view is durable state too. Without PreVote, m3, cut off from the
+// start, campaigns alone for a formation at ever higher terms while m1 and
+// m2 form the first view (MinClusterSize 2 of 3), which names m3, at a low
+// term; F then restarts cut off from L together with m3.
 func TestDurableView(t *testing.T) {
-	base := func(seed uint64, durable bool) Config {
-		return Config{
-			Seed: seed, Members: 3, Durable: durable,
-			Election: election.Config{MinClusterSize: 2, GhostTTL: time.Hour, DisablePreVote: true},
-			Plan:     []Fault{{At: 0, Kind: FaultPartition, Groups: [][]int{{0, 1}, {2}}}},
-		}
-	}
-	run := func(seed uint64, durable bool, l, f int) *Simulator {
-		cfg := base(seed, durable)
-		cfg.Plan = append(cfg.Plan,
-			Fault{At: 2 * time.Second, Kind: FaultCrash, Member: f},
-			Fault{At: 2 * time.Second, Kind: FaultPartition, Groups: [][]int{{l}, {f, 2}}},
-			Fault{At: 2 * time.Second, Kind: FaultRestart, Member: f})
-		s, err := New(cfg)
-		require.NoError(t, err)
-		s.Run(5 * time.Second)
-		return s
-	}
-	var seed uint64
-	var l, f int
-	for candidate := uint64(1); candidate <= 50 && seed == 0; candidate++ {
-		s, err := New(base(candidate, false))
-		require.NoError(t, err)
-		s.Run(2 * time.Second)
-		leaders := s.Leaders()
-		if len(leaders) != 1 {
-			continue
-		}
-		found := rules(safetyViolations(run(candidate, false, leaders[0], 1-leaders[0]).History()))
-		if slices.Contains(found, history.RuleSingleLineage) && !slices.Contains(found, history.RuleSingleVote) {
-			seed, l, f = candidate, leaders[0], 1-leaders[0]
-		}
-	}
-	require.NotZero(t, seed, "no seed among 50 makes the schedule form a second cluster without a double vote")
+	demo := restartDemo{restart: 2 * time.Second, length: 5 * time.Second, config: func(seed uint64) Config {
+		cfg := durabilityDemo(seed)
+		cfg.Election.DisablePreVote = true
+		return cfg
+	}}
+	seed, l, f := demo.find(t, func(broken []string) bool {
+		return slices.Contains(broken, history.RuleSingleLineage) && !slices.Contains(broken, history.RuleSingleVote)
+	})
+	run := func(seed uint64, durable bool, l, f int) *Simulator { return demo.run(t, seed, durable, l, f) }
 
 	t.Run("without durable state the restarted member forgets the first view it acknowledged and forms a second cluster with m3", func(t *testing.T) {
 		s := run(seed, false, l, f)
