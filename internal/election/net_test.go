@@ -72,13 +72,13 @@ type tb interface {
 }
 
 type network struct {
-	t      tb
-	now    time.Time
-	nodes  map[gen.Atom]*simNode
-	names  []gen.Atom
-	queue  []envelope
-	cut    map[[2]gen.Atom]bool // pairs that cannot talk; messages are lost silently
-	rand *rand.Rand
+	t     tb
+	now   time.Time
+	nodes map[gen.Atom]*simNode
+	names []gen.Atom
+	queue []envelope
+	cut   map[[2]gen.Atom]bool // pairs that cannot talk; messages are lost silently
+	rand  *rand.Rand
 	// leads records every protocol leadership by lineage and term, visible
 	// every published one by term: one leader per lineage and term always,
 	// and one visible leader per term when MinClusterSize is above half the

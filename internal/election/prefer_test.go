@@ -333,7 +333,7 @@ func TestMessagesCarryStartTime(t *testing.T) {
 	h.requestVote(2, term+1, h.stamp())
 	h.heartbeat(3, term+1, h.stamp(), nil)
 	rd := h.take()
-	h.step(2, MessageHeartbeatAck{Header: withStarted(hdr(2, term + 1, h.stamp()), started.Add(time.Second).UnixNano())})
+	h.step(2, MessageHeartbeatAck{Header: withStarted(hdr(2, term+1, h.stamp()), started.Add(time.Second).UnixNano())})
 	var kinds []string
 	for _, o := range rd.Messages {
 		var got int64
