@@ -438,7 +438,15 @@ func TestSimulatorErrors(t *testing.T) {
 			{Members: -1},
 			{Network: Network{Loss: 1}},
 			{Plan: []Fault{{Kind: FaultCrash, Member: 9}}},
+			{Plan: []Fault{{Kind: FaultJoin, Member: 1, Peer: 1}}},
+			{Plan: []Fault{{Kind: FaultBridge, Groups: [][]int{{0}}}}},
+			{Plan: []Fault{{Kind: FaultCut, Pairs: [][2]int{{0, 9}}}}},
 			{Chaos: &Chaos{Faults: []FaultKind{FaultHeal}}},
+			{Members: 3, Lists: [][]int{{1}, {9}, {0}}},
+			{Members: 3, Lists: [][]int{{1}}},
+			{Bootstrap: BootstrapKind(99)},
+			{Rogues: []int{1, 1}},
+			{Election: election.Config{ElectionTimeoutMin: time.Second, ElectionTimeoutMax: time.Millisecond}},
 		} {
 			_, err := New(cfg)
 			require.ErrorIs(t, err, gen.ErrIncorrect, "%+v", cfg)
