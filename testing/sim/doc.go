@@ -47,8 +47,9 @@
 // The package's tests run a bounded number of random seeds (RandomConfig)
 // and check every invariant; a failing seed prints its schedule and the line
 // that reproduces it (go test ./testing/sim -run 'TestSeed$' -seed=N -v).
-// REGENT_SIM_SOAK=<seeds> widens the run into a soak and logs how many
-// faults of each kind were applied or skipped.
+// REGENT_SIM_SOAK=<seeds> widens the run into a soak (REGENT_SIM_FIRST=<seed>
+// starts it elsewhere than seed 1) and logs how many faults of each kind
+// were applied or skipped.
 //
 // What is not modelled: the cost of anything (steps take no virtual time),
 // a HandleConfirmLeader that denies or a HandleBecomeLeader that fails, a
