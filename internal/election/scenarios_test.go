@@ -300,8 +300,9 @@ func TestRandomBootstrapListsFormOneCluster(t *testing.T) {
 // leader, but its request to be admitted is lost; then leadership moves to
 // n2 at a newer term. n1 and n2 do not declare n3, so nobody reaches out to
 // it: asking only the leader it knew, at its own older term, n3 would be
-// dropped as stale by everyone for good (found by the simulator: chaos
-// seeds 34 and 87). Probing the members it knows brings it the current
+// dropped as stale by everyone for good (found by the simulator, with
+// ring-shaped Bootstrap lists and Leave storms that left nobody declaring
+// the removed member). Probing the members it knows brings it the current
 // term and leader.
 func TestOutsiderWithAStaleLeaderIsReadmitted(t *testing.T) {
 	nw := newNetwork(t, 3, 23, func(c *Config) {

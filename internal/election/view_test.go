@@ -420,7 +420,8 @@ func TestTwoAgreedClustersMerge(t *testing.T) {
 // A member restarted from durable state whose view no longer names it (it
 // was removed and acknowledged that) asks the view's members to be
 // admitted: no member need declare it, so nobody else may reach out to it
-// (found by the simulator: chaos seed 206).
+// (found by the simulator: a leader stopped, removed by its successor, then
+// restarted after a Leave storm had withdrawn it from its only declarer).
 func TestRestartedOutsideItsViewAsksToBeAdmitted(t *testing.T) {
 	view := newView(agreedView(4, 3, 5).Stamp, members(4)[1:])
 	h := newHarnessWith(t, 3, HardState{Term: 3, View: view}, func(c *Config) { c.Bootstrap = nil })
