@@ -285,6 +285,7 @@ func (s *Simulator) RogueStatus(i int) (st election.Status, ok bool) {
 	return election.Status{}, false
 }
 
+// status snapshots m's core at now; ok is false while m is down.
 func (m *member) status(now time.Time) (election.Status, bool) {
 	if !m.live {
 		return election.Status{}, false
