@@ -457,3 +457,38 @@ func TestFormationReadsReportsInNodeOrder(t *testing.T) {
 		require.Equal(t, procID(nodeName(4)), m, "the name n1's own report, first in node order, gives n4")
 	}
 }
+
+// Merging two agreed clusters: a follower whose leader is alive still
+// switches to a cluster of an outranking lineage whose leader heartbeats it
+// with a view that includes it, as a leader in its place does. Were it to
+// stay and tell that leader to stand down, the other cluster, whose view
+// now counts it, could need its vote for every election while it votes
+// only in its own lineage (found by the simulator: with MinClusterSize 2 of
+// four, a cluster reduced to its leader admitted a member of the other and
+// then never elected again).
+func TestFollowerSwitchesToAnOutrankingClusterThatAdmitsIt(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	require.Equal(t, peerPID(2), h.c.Leader())
+	h.take()
+	other := newView(ViewStamp{Lineage: Lineage{Term: 1, Node: nodeName(9)}, Key: ViewKey{Term: 1, Epoch: 3}, Agreed: true},
+		[]gen.ProcessID{procID(nodeName(1)), procID(nodeName(5))})
+	require.True(t, other.Stamp.Lineage.outranks(h.stamp().Lineage))
+	h.heartbeat(5, 1, other.Stamp, other)
+	acks := messagesOf[MessageHeartbeatAck](h.take())
+	require.Len(t, acks, 1)
+	assert.Zero(t, acks[0].Message.(MessageHeartbeatAck).Follows, "no second-leader conflict reported")
+	assert.Equal(t, other.Stamp, acks[0].Message.(MessageHeartbeatAck).View, "it acknowledges the view it switched to")
+	assert.Equal(t, peerPID(5), h.c.Leader())
+
+	t.Run("a second leader of its own lineage is still told to stand down", func(t *testing.T) {
+		h := newAgreed(t, 2, nil)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		h.heartbeat(3, 1, h.stamp(), nil)
+		acks := messagesOf[MessageHeartbeatAck](h.take())
+		require.Len(t, acks, 1)
+		assert.Equal(t, peerPID(2), acks[0].Message.(MessageHeartbeatAck).Follows)
+		assert.Equal(t, peerPID(2), h.c.Leader())
+	})
+}
