@@ -28,6 +28,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	chaosSpan    = 10 * time.Second
 	defaultSeeds = 120
+	// maxAvoidance is, in election timeouts, the longest a leader avoids a
+	// member whose handover failed (internal/election's handover.go), with
+	// a margin.
+	maxAvoidance = 700
 )
 
 // play runs cfg past its last fault until the cluster settles, or its
@@ -35,10 +39,10 @@ const (
 // judges it), and then for a tail of four election timeouts, in which a
 // settled cluster must stay settled. Under a preferred-leader rule it first
 // runs until the preferred member leads, for up to PreferStableFor and
-// thirty election timeouts: the member must answer steadily for
-// PreferStableFor, and a leader avoids a member whose handover failed (a
-// lost MessageTimeoutNow is enough) for ten election timeouts, twenty after
-// a second failure; several leaders in a row may each fail once.
+// maxAvoidance: the member must answer steadily for PreferStableFor, and a
+// leader avoids a member whose handover failed (a lost or late
+// MessageTimeoutNow is enough) for ten election timeouts, doubled with each
+// further failure up to 640.
 func play(t *testing.T, cfg Config) *Simulator {
 	t.Helper()
 	s, err := New(cfg)
@@ -46,7 +50,7 @@ func play(t *testing.T, cfg Config) *Simulator {
 	s.RunUntil(func() bool { return s.Now() >= s.LastFault() && s.Settled() }, s.LastFault()+s.Bounds().Converge+time.Second)
 	e := s.Config().Election
 	if e.Prefer.Kind != election.PreferNone {
-		s.RunUntil(func() bool { return slices.Equal(s.Leaders(), []int{s.Preferred()}) }, e.PreferStableFor+30*e.ElectionTimeoutMax)
+		s.RunUntil(func() bool { return slices.Equal(s.Leaders(), []int{s.Preferred()}) }, e.PreferStableFor+maxAvoidance*e.ElectionTimeoutMax)
 	}
 	s.Run(4 * e.ElectionTimeoutMax)
 	return s
