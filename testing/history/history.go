@@ -12,13 +12,14 @@ import (
 type Kind int
 
 const (
-	// KindState is a member's state after its role, term, recognised leader
-	// or view size changed.
+	// KindState is a member's state after its role, term, recognised
+	// leader, view or hidden leadership changed.
 	KindState Kind = iota + 1
 	// KindVote is a vote cast by Member for VotedFor at Term (itself included).
 	KindVote
-	// KindPartition splits the network into Groups; members in different
-	// groups cannot reach each other until the next partition or heal.
+	// KindPartition replaces the network's cuts: members in different
+	// Groups, and the pairs in Cuts, cannot reach each other until the next
+	// partition or heal.
 	KindPartition
 	// KindHeal reconnects every member.
 	KindHeal
@@ -26,8 +27,8 @@ const (
 	KindCrash
 	// KindStop stops Member gracefully; its peers see a real reason.
 	KindStop
-	// KindRestart starts Member again as Life; Durable says whether its term
-	// and vote were restored.
+	// KindRestart starts Member again as Life; Durable says whether its
+	// term, vote and view were restored.
 	KindRestart
 	// KindNote is free text for the reader, ignored by the checkers.
 	KindNote
