@@ -152,7 +152,7 @@ func (c *Core) nameOf(node gen.Atom) gen.ProcessID {
 		return m
 	}
 	if c.camp != nil {
-		for _, s := range c.camp.reported {
+		for _, s := range c.camp.reports() {
 			for _, m := range s {
 				if m.Node == node {
 					return m
@@ -199,6 +199,18 @@ func (c *Core) checkCampaign(now time.Time) {
 	case lost:
 		c.becomeFollower(now, gen.PID{})
 	}
+}
+
+// reports lists the sets the voters reported in the order of their nodes:
+// where two reports name one node differently (a second actor of the
+// cluster on it), the first name wins in every run, not the first a map
+// happens to yield.
+func (camp *campaign) reports() [][]gen.ProcessID {
+	out := make([][]gen.ProcessID, 0, len(camp.reported))
+	for _, n := range slices.Sorted(maps.Keys(camp.reported)) {
+		out = append(out, camp.reported[n])
+	}
+	return out
 }
 
 // grantedBy lists the nodes that granted, sorted.
@@ -264,7 +276,7 @@ func (c *Core) proposal() *View {
 		return camp.newest
 	}
 	var all []gen.ProcessID
-	for _, s := range camp.reported {
+	for _, s := range camp.reports() {
 		all = append(all, s...)
 	}
 	return newView(ViewStamp{Lineage: Lineage{Term: camp.term, Node: c.cfg.Self.Node}, Key: ViewKey{Term: camp.term, Epoch: 1}}, all)

@@ -171,6 +171,11 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 			c.peers.ensure(m)
 		}
 	}
+	if c.view != nil && c.view.Stamp.Agreed && !c.inView() {
+		// Removed before it stopped: it asks that cluster to admit it again,
+		// as it would had it learned of its removal now.
+		c.outside = outsideCluster{stamp: c.view.Stamp}
+	}
 	c.reported = reportedState{role: c.visibleRole()}
 	c.armCampaign(now)
 	c.armProbe()

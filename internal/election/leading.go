@@ -105,9 +105,14 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 	case RoleCandidate:
 		c.becomeFollower(now, from)
 	case RoleFollower:
-		if c.leader != (gen.PID{}) && c.leader != from && c.leaderLive(now) {
+		switches := m.View != nil && m.View.has(c.cfg.Self.Node) && c.wouldSwitch(m.View.Stamp)
+		if !switches && c.leader != (gen.PID{}) && c.leader != from && c.leaderLive(now) {
 			// A second leader in this term: stay with the first and tell the
-			// second, which stands down.
+			// second, which stands down. A leader of an agreed cluster that
+			// outranks this member's and admitted it is not a second leader
+			// but the one to follow: this member switches, as a leader in
+			// its place does, or that cluster, whose view now counts it,
+			// may need its vote for every election.
 			c.drop(dropTwoLeaders)
 			ack := c.ackMsg(now)
 			ack.Follows = c.leader

@@ -404,12 +404,16 @@ func (c *Core) onProbeTick(now time.Time) {
 	if c.joining() {
 		if c.outside.leader != (gen.ProcessID{}) {
 			c.sendByName(c.outside.leader, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{c.cfg.Self}})
-		} else {
-			// Ask the members we know; a refusal names the leader.
-			for _, n := range c.peers.nodes() {
-				if p := c.peers.get(n); p.answered {
-					c.negotiate(now, p)
-				}
+		}
+		// Ask the members we know too, even with a leader named: their
+		// refusals name the leader they follow now and carry their term, so
+		// a member whose leader lost leadership, or whose requests a newer
+		// term drops as stale, catches up instead of asking in vain. The
+		// members of the view it holds are asked even before they answered
+		// (after a restart nobody has), as nobody need declare this member.
+		for _, n := range c.peers.nodes() {
+			if p := c.peers.get(n); p.answered || c.view.has(n) {
+				c.negotiate(now, p)
 			}
 		}
 	}

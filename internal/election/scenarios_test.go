@@ -293,3 +293,34 @@ func TestRandomBootstrapListsFormOneCluster(t *testing.T) {
 		require.Len(t, nw.agreed, 1, "seed %d", seed)
 	}
 }
+
+// A member outside the view keeps asking to be admitted whatever became of
+// the leader it heard of. n3 is removed while cut off (silent for
+// GhostTTL); when the cut heals it learns of its removal and of n1, its
+// leader, but its request to be admitted is lost; then leadership moves to
+// n2 at a newer term. n1 and n2 do not declare n3, so nobody reaches out to
+// it: asking only the leader it knew, at its own older term, n3 would be
+// dropped as stale by everyone for good (found by the simulator, with
+// ring-shaped Bootstrap lists and Leave storms that left nobody declaring
+// the removed member). Probing the members it knows brings it the current
+// term and leader.
+func TestOutsiderWithAStaleLeaderIsReadmitted(t *testing.T) {
+	nw := newNetwork(t, 3, 23, func(c *Config) {
+		c.GhostTTL, c.MinClusterSize = time.Second, 2
+		bootstrapOf([]int{2}, []int{1}, []int{1, 2})(c)
+	})
+	n1, n3 := nw.makeLeader(1), nw.node(3)
+	nw.runUntil("n3 in the view", 10*time.Second, func() bool { return n1.core.ViewSize() == 3 && nw.agree(n1) })
+	nw.isolate(n3)
+	nw.runUntil("n3 removed", 10*time.Second, func() bool { return n1.core.ViewSize() == 2 })
+	nw.lose = func(from, _ gen.Atom, msg any) bool {
+		_, asks := msg.(MessageMembership)
+		return asks && from == n3.name
+	}
+	nw.heal()
+	nw.runUntil("n3 asking n1 to be admitted", 5*time.Second, func() bool { return n3.core.outside.leader == procID(n1.name) })
+	n2 := nw.makeLeader(2)
+	require.Greater(t, n2.core.Term(), n3.core.Term(), "n3 lags behind the new leader's term")
+	nw.lose = nil
+	nw.runUntil("n3 re-admitted by n2", 10*time.Second, func() bool { return n2.core.ViewSize() == 3 && nw.agree(n2) })
+}

@@ -443,3 +443,79 @@ func TestFollowerReconnectsToAFollowerItLost(t *testing.T) {
 	assert.Empty(t, messagesOf[MessageRequestVote](h.take()))
 	assert.NotContains(t, h.timers, TimerProbe, "nothing left to probe")
 }
+
+// A member restarted from durable state whose view no longer names it (it
+// was removed and acknowledged that) asks the view's members to be
+// admitted: no member need declare it, so nobody else may reach out to it
+// (found by the simulator: a leader stopped, removed by its successor, then
+// restarted after a Leave storm had withdrawn it from its only declarer).
+func TestRestartedOutsideItsViewAsksToBeAdmitted(t *testing.T) {
+	view := newView(agreedView(4, 3, 5).Stamp, members(4)[1:])
+	h := newHarnessWith(t, 3, HardState{Term: 3, View: view}, func(c *Config) { c.Bootstrap = nil })
+	assert.Equal(t, view.Stamp.Lineage, h.c.Status(h.now).Joining, "outside the agreed view it holds")
+	assert.Equal(t, RoleUnclustered, h.c.Role())
+	h.take()
+	h.fire(TimerProbe)
+	probes := messagesOf[MessageRequestVote](h.take())
+	require.Len(t, probes, 3, "every member of the view is asked")
+	h.step(2, MessageVote{Header: hdr(2, 3, view.Stamp), PreVote: true, Leader: procID(nodeName(3))})
+	asks := messagesOf[MessageMembership](h.take())
+	require.Len(t, asks, 1)
+	assert.Equal(t, procID(nodeName(3)), asks[0].ToName, "the leader a refusal named")
+	assert.Equal(t, []gen.ProcessID{procID(nodeName(1))}, asks[0].Message.(MessageMembership).Add)
+}
+
+// A formation reads its voters' reports in node order, so a node reported
+// under two registered names (a second actor of the cluster on one node)
+// gets the same name in the proposal on every run: the core's only source
+// of randomness is Config.Rand (found by the simulator, whose runs with a
+// second actor differed between two runs of one seed).
+func TestFormationReadsReportsInNodeOrder(t *testing.T) {
+	other := gen.ProcessID{Name: "other", Node: nodeName(4)}
+	for range 30 {
+		h := newHarness(t, 3, nil)
+		term := h.campaign()
+		h.formationGrant(3, term, []gen.ProcessID{procID(nodeName(1)), procID(nodeName(3)), other}, nil)
+		h.formationGrant(2, term, members(4), nil)
+		require.True(t, h.c.IsProtocolLeader())
+		v, _ := h.c.View()
+		m, ok := v.member(nodeName(4))
+		require.True(t, ok)
+		require.Equal(t, procID(nodeName(4)), m, "the name n1's own report, first in node order, gives n4")
+	}
+}
+
+// Merging two agreed clusters: a follower whose leader is alive still
+// switches to a cluster of an outranking lineage whose leader heartbeats it
+// with a view that includes it, as a leader in its place does. Were it to
+// stay and tell that leader to stand down, the other cluster, whose view
+// now counts it, could need its vote for every election while it votes
+// only in its own lineage (found by the simulator: with MinClusterSize 2 of
+// four, a cluster reduced to its leader admitted a member of the other and
+// then never elected again).
+func TestFollowerSwitchesToAnOutrankingClusterThatAdmitsIt(t *testing.T) {
+	h := newAgreed(t, 2, func(c *Config) { c.MinClusterSize = 2 }) // the other cluster, of two, is at the floor
+	h.heartbeat(2, 1, h.stamp(), nil)
+	require.Equal(t, peerPID(2), h.c.Leader())
+	h.take()
+	other := newView(ViewStamp{Lineage: Lineage{Term: 1, Node: nodeName(9)}, Key: ViewKey{Term: 1, Epoch: 3}, Agreed: true},
+		[]gen.ProcessID{procID(nodeName(1)), procID(nodeName(5))})
+	require.True(t, other.Stamp.Lineage.outranks(h.stamp().Lineage))
+	h.heartbeat(5, 1, other.Stamp, other)
+	acks := messagesOf[MessageHeartbeatAck](h.take())
+	require.Len(t, acks, 1)
+	assert.Zero(t, acks[0].Message.(MessageHeartbeatAck).Follows, "no second-leader conflict reported")
+	assert.Equal(t, other.Stamp, acks[0].Message.(MessageHeartbeatAck).View, "it acknowledges the view it switched to")
+	assert.Equal(t, peerPID(5), h.c.Leader())
+
+	t.Run("a second leader of its own lineage is still told to stand down", func(t *testing.T) {
+		h := newAgreed(t, 2, nil)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		h.heartbeat(3, 1, h.stamp(), nil)
+		acks := messagesOf[MessageHeartbeatAck](h.take())
+		require.Len(t, acks, 1)
+		assert.Equal(t, peerPID(2), acks[0].Message.(MessageHeartbeatAck).Follows)
+		assert.Equal(t, peerPID(2), h.c.Leader())
+	})
+}

@@ -310,7 +310,7 @@ func (c *Cluster) Restart(i int) error {
 // Join makes member i declare member j as a peer (leader.JoinPeer).
 // In-process mode only.
 func (c *Cluster) Join(i, j int) error {
-	return c.control(i, j, "join", func(n gen.Node, pid gen.PID, peer gen.Atom) error {
+	return c.control(i, j, history.KindJoin, func(n gen.Node, pid gen.PID, peer gen.Atom) error {
 		return leader.JoinPeer(n, pid, gen.ProcessID{Name: c.cfg.Name, Node: peer})
 	})
 }
@@ -318,12 +318,15 @@ func (c *Cluster) Join(i, j int) error {
 // Leave makes member i withdraw member j from its view (leader.LeavePeer).
 // In-process mode only.
 func (c *Cluster) Leave(i, j int) error {
-	return c.control(i, j, "leave", func(n gen.Node, pid gen.PID, peer gen.Atom) error {
+	return c.control(i, j, history.KindLeave, func(n gen.Node, pid gen.PID, peer gen.Atom) error {
 		return leader.LeavePeer(n, pid, peer)
 	})
 }
 
-func (c *Cluster) control(i, j int, what string, op func(gen.Node, gen.PID, gen.Atom) error) error {
+// control runs a Join or Leave (kind) on member i for member j and records
+// it: the convergence rule counts from it, as from any fault.
+func (c *Cluster) control(i, j int, kind history.Kind, op func(gen.Node, gen.PID, gen.Atom) error) error {
+	what := kind.String()
 	c.ops.Lock()
 	defer c.ops.Unlock()
 	m, err := c.member(i)
@@ -346,6 +349,9 @@ func (c *Cluster) control(i, j int, what string, op func(gen.Node, gen.PID, gen.
 	if err := op(n, pid, peer.name); err != nil {
 		return fmt.Errorf("cluster: %s: member %d, peer %d: %w", what, i, j, err)
 	}
-	c.hist.Append(history.Event{At: c.now(), Kind: history.KindNote, Member: c.cfg.label(i), Note: what + " " + c.cfg.label(j)})
+	c.mu.Lock()
+	life := m.life
+	c.mu.Unlock()
+	c.hist.Append(history.Event{At: c.now(), Kind: kind, Member: c.cfg.label(i), Life: life, Peer: c.cfg.label(j)})
 	return nil
 }

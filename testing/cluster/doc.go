@@ -18,8 +18,12 @@
 // change a member's view. Leaders, WaitLeader and Inspect read the members;
 // History records every role, term and leader transition of every member
 // (through leader.Options.OnTransition in-process, by polling inspection
-// every Config.PollInterval in OS mode) and every fault, as testing/history
-// events; Check runs all of testing/history's invariant checkers over it.
+// every Config.PollInterval in OS mode, which also records each member's
+// view and whether it leads the election while hidden) and every fault, as
+// testing/history events; Check runs all of testing/history's invariant
+// checkers over it. In-process events carry no view (leader.Transition has
+// none), so there the checkers' view rules fall back to view size and
+// quorum, and per-lineage rules treat the cluster as one lineage.
 //
 // The caller's duties:
 //  1. Your Factory must return a behavior whose Init returns m.Options

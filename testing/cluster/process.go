@@ -31,7 +31,8 @@ const (
 )
 
 // pollKeys are the inspection keys the OS-mode history is built from.
-var pollKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:quorum", "ergo:min_cluster_size", "ergo:votes_count"}
+var pollKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:quorum", "ergo:min_cluster_size", "ergo:votes_count",
+	"ergo:protocol_leader", "ergo:view_lineage", "ergo:view_term", "ergo:view_epoch", "ergo:view_agreed", "ergo:view_members"}
 
 // processes runs members as OS processes and builds their history by
 // polling their inspection from a harness-owned node.
@@ -188,6 +189,41 @@ type observed struct {
 	role, leader             string
 	term                     uint64
 	view, quorum, min, votes int
+	protocol, agreed         bool
+	lineage                  string
+	members                  string // viewLabels joined by commas, so observed stays comparable
+	viewTerm, viewEpoch      uint64
+}
+
+// event is o as a KindState event of member at.
+func (c *Cluster) event(at time.Duration, member string, o observed) history.Event {
+	e := history.Event{
+		At: at, Kind: history.KindState, Member: member, Life: o.life, Role: o.role, Term: o.term,
+		Leader: o.leader, ViewSize: o.view, Quorum: o.quorum, MinClusterSize: o.min, VotesGranted: o.votes,
+		ProtocolLeader: o.protocol, Lineage: o.lineage, ViewTerm: o.viewTerm, ViewEpoch: o.viewEpoch, Agreed: o.agreed,
+	}
+	if o.lineage != "" {
+		e.View = strings.Split(o.members, ",")
+		if o.agreed {
+			e.AgreedSize, e.AgreedQuorum = len(e.View), len(e.View)/2+1
+		}
+	}
+	return e
+}
+
+// viewLabels names the members of a view as the history does: a member of
+// the cluster by its label, anything else (another registered name on a
+// member's node) as a ProcessID.
+func (c *Cluster) viewLabels(members []gen.ProcessID) []string {
+	out := make([]string, 0, len(members))
+	for _, m := range members {
+		if i, known := c.byNode[m.Node]; known && m.Name == c.cfg.Name {
+			out = append(out, c.cfg.label(i))
+		} else {
+			out = append(out, m.String())
+		}
+	}
+	return out
 }
 
 // poll records a KindState event whenever a member's inspected state
@@ -219,15 +255,14 @@ func (p *processes) poll() {
 			o := observed{
 				life: life, role: string(v.Role), term: v.Term, leader: c.labelOf(v.LeaderNode),
 				view: v.ViewSize, quorum: v.Quorum, min: v.MinClusterSize, votes: v.VotesCount,
+				protocol: v.ProtocolLeader, agreed: v.ViewAgreed, lineage: v.ViewLineage,
+				members: strings.Join(c.viewLabels(v.ViewMembers), ","), viewTerm: v.ViewTerm, viewEpoch: v.ViewEpoch,
 			}
 			if last[i] == o {
 				continue
 			}
 			last[i] = o
-			c.hist.Append(history.Event{
-				At: c.now(), Kind: history.KindState, Member: c.cfg.label(i), Life: life, Role: o.role, Term: o.term,
-				Leader: o.leader, ViewSize: o.view, Quorum: o.quorum, MinClusterSize: o.min, VotesGranted: o.votes,
-			})
+			c.hist.Append(c.event(c.now(), c.cfg.label(i), o))
 		}
 	}
 }

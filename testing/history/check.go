@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -9,12 +10,23 @@ import (
 
 // Rule names, as Violation.Rule reports them.
 const (
-	RuleElectionSafety   = "election safety: at most one leader per term"
+	// RuleElectionSafety: at most one leader, protocol or visible, per
+	// lineage and term; per term whatever the lineage when RuleSingleLineage
+	// applies, since then one lineage is all there can be.
+	RuleElectionSafety = "election safety: at most one leader per lineage and term"
+	// RuleSingleLineage: when twice the smallest MinClusterSize exceeds the
+	// number of members, at most one lineage is ever agreed (two sets of at
+	// least MinClusterSize members intersect).
+	RuleSingleLineage = "at most one agreed lineage when 2 x MinClusterSize exceeds the members"
+	// RuleOneLeaderAtOnce: two visible leaders of one lineage (of any
+	// lineage, when RuleSingleLineage applies) never coexist for longer
+	// than Bounds.StepDown, whatever their terms.
+	RuleOneLeaderAtOnce  = "no two visible leaders at once beyond the step-down bound"
 	RuleLeaderMajority   = "a leader was granted its role by a majority of its view"
-	RuleMinClusterSize   = "no leader below MinClusterSize"
+	RuleMinClusterSize   = "no visible leader without an agreed view of at least MinClusterSize"
 	RuleTermMonotonic    = "terms never decrease within a life"
 	RuleSingleVote       = "a member votes at most once per term"
-	RuleConvergence      = "exactly one leader within a bound after the last fault heals"
+	RuleConvergence      = "one leader, followed by every live member and holding each in its view, within a bound after the last fault"
 	RuleIsolatedStepDown = "an isolated leader steps down within a bound"
 )
 
@@ -61,27 +73,32 @@ func violation(events []Event, rule string, i int, at time.Duration, format stri
 // Bounds are the time limits of the timed rules; a zero bound skips its rule.
 type Bounds struct {
 	// Converge bounds the time from the last fault (or the start, when there
-	// was none) to exactly one leader that every live member follows.
+	// was none) to exactly one visible leader that every live member
+	// follows and whose view holds every live member.
 	Converge time.Duration
 	// StepDown bounds how long a leader that cannot reach a quorum of its
-	// view may keep leading.
+	// view may keep leading, and how long two visible leaders may coexist
+	// (the older one is on its way out: it lost its quorum to the newer).
 	StepDown time.Duration
 }
 
 // CheckAll checks every rule and returns every violation, in rule order.
 func CheckAll(h *History, b Bounds) []Violation {
 	events := h.Events()
+	c := censusOf(events)
 	var out []Violation
-	out = append(out, electionSafety(events)...)
+	out = append(out, electionSafety(events, c)...)
+	out = append(out, singleLineage(events, c)...)
 	out = append(out, leaderMajority(events)...)
 	out = append(out, minClusterSize(events)...)
 	out = append(out, termMonotonic(events)...)
 	out = append(out, singleVote(events)...)
+	if b.StepDown > 0 {
+		out = append(out, oneLeaderAtOnce(events, c, h.End(), b.StepDown)...)
+		out = append(out, isolatedStepDown(events, h.End(), b.StepDown)...)
+	}
 	if b.Converge > 0 {
 		out = append(out, convergence(events, h.End(), b.Converge)...)
-	}
-	if b.StepDown > 0 {
-		out = append(out, isolatedStepDown(events, h.End(), b.StepDown)...)
 	}
 	return out
 }
@@ -105,15 +122,36 @@ func first(vs []Violation) error {
 }
 
 // CheckElectionSafety fails when two members, or two lives of one member,
-// led at the same term.
-func CheckElectionSafety(h *History) error { return first(electionSafety(h.Events())) }
+// led (visibly or not) at the same term of one lineage, or at the same term
+// at all when twice MinClusterSize exceeds the number of members.
+func CheckElectionSafety(h *History) error {
+	events := h.Events()
+	return first(electionSafety(events, censusOf(events)))
+}
 
-// CheckLeaderMajority fails when a member became leader with fewer votes
-// than a majority of its view, itself included.
+// CheckSingleLineage fails when a second lineage became agreed although
+// twice the smallest MinClusterSize exceeds the number of members.
+func CheckSingleLineage(h *History) error {
+	events := h.Events()
+	return first(singleLineage(events, censusOf(events)))
+}
+
+// CheckOneLeaderAtOnce fails when two visible leaders of one lineage (of
+// any lineage, when CheckSingleLineage's rule applies) coexisted for longer
+// than bound.
+func CheckOneLeaderAtOnce(h *History, bound time.Duration) error {
+	events := h.Events()
+	return first(oneLeaderAtOnce(events, censusOf(events), h.End(), bound))
+}
+
+// CheckLeaderMajority fails when a member became leader (protocol leader,
+// when recorded) with fewer votes than a majority of its view, itself
+// included.
 func CheckLeaderMajority(h *History) error { return first(leaderMajority(h.Events())) }
 
-// CheckMinClusterSize fails when a member led while its view was smaller
-// than its MinClusterSize.
+// CheckMinClusterSize fails when a member led visibly without an agreed
+// view of at least its MinClusterSize (its view size, when the history
+// does not record views).
 func CheckMinClusterSize(h *History) error { return first(minClusterSize(h.Events())) }
 
 // CheckTermMonotonic fails when a member's term went down within one life,
@@ -125,14 +163,15 @@ func CheckTermMonotonic(h *History) error { return first(termMonotonic(h.Events(
 func CheckSingleVote(h *History) error { return first(singleVote(h.Events())) }
 
 // CheckConvergence fails when, after the last fault with every member live
-// and connected, no single leader followed by every live member appeared
-// within bound.
+// and connected, no single visible leader followed by every live member and
+// holding each in its view (when recorded) appeared within bound.
 func CheckConvergence(h *History, bound time.Duration) error {
 	return first(convergence(h.Events(), h.End(), bound))
 }
 
-// CheckIsolatedStepDown fails when a leader that could reach fewer members
-// than its quorum, itself included, kept leading for longer than bound.
+// CheckIsolatedStepDown fails when a leader, visible or not, that could
+// reach fewer members of its view than a majority of it, itself included,
+// kept leading for longer than bound.
 func CheckIsolatedStepDown(h *History, bound time.Duration) error {
 	return first(isolatedStepDown(h.Events(), h.End(), bound))
 }
@@ -141,6 +180,63 @@ func CheckIsolatedStepDown(h *History, bound time.Duration) error {
 type life struct {
 	member string
 	life   int
+}
+
+// census is what the rules need to know of the cluster as a whole.
+type census struct {
+	// members counts the distinct members; a second actor on another
+	// member's node (Event.Node) is not one.
+	members int
+	// min is the smallest MinClusterSize any member reported.
+	min int
+	// strict: 2 x min > members, so two sets of at least min members
+	// always share one and at most one lineage can ever be agreed.
+	strict bool
+}
+
+func censusOf(events []Event) census {
+	second := map[string]bool{}
+	var c census
+	for _, e := range events {
+		if e.Node != "" {
+			second[e.Member] = true
+		}
+		if e.Kind == KindState && e.MinClusterSize > 0 && (c.min == 0 || e.MinClusterSize < c.min) {
+			c.min = e.MinClusterSize
+		}
+	}
+	for _, n := range names(events) {
+		if !second[n] {
+			c.members++
+		}
+	}
+	c.strict = c.min > 0 && 2*c.min > c.members
+	return c
+}
+
+// names lists, sorted, every member and second actor a history mentions:
+// as the subject of an event, in a partition or cut, in a view, or as the
+// peer of a join or leave.
+func names(events []Event) []string {
+	seen := map[string]bool{}
+	add := func(ns ...string) {
+		for _, n := range ns {
+			if n != "" {
+				seen[n] = true
+			}
+		}
+	}
+	for _, e := range events {
+		add(e.Member, e.Peer)
+		add(e.View...)
+		for _, g := range e.Groups {
+			add(g...)
+		}
+		for _, c := range e.Cuts {
+			add(c[0], c[1])
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // conflicts reports, once per key, an event whose claim on a key differs
@@ -167,27 +263,66 @@ func conflicts[K, V comparable](events []Event, claim func(Event) (K, V, bool), 
 	return out
 }
 
-func electionSafety(events []Event) []Violation {
-	leads := func(e Event) (uint64, life, bool) {
-		return e.Term, life{e.Member, e.Life}, e.Kind == KindState && e.Role == RoleLeader
+// leads reports whether e shows its member leading, visibly or not.
+func (e Event) leads() bool {
+	return e.Kind == KindState && (e.ProtocolLeader || e.Role == RoleLeader)
+}
+
+func electionSafety(events []Event, c census) []Violation {
+	type key struct {
+		lineage string
+		term    uint64
 	}
-	return conflicts(events, leads, func(i, first int) Violation {
+	claim := func(e Event) (key, life, bool) {
+		k := key{e.Lineage, e.Term}
+		if c.strict {
+			k.lineage = ""
+		}
+		return k, life{e.Member, e.Life}, e.leads()
+	}
+	return conflicts(events, claim, func(i, first int) Violation {
 		e, p := events[i], events[first]
-		return violation(events, RuleElectionSafety, i, e.At, "%s#%d leads at term %d, which %s#%d already led (event #%d)",
-			e.Member, e.Life, e.Term, p.Member, p.Life, first)
+		scope := fmt.Sprintf("lineage %q", e.Lineage)
+		if c.strict {
+			scope = fmt.Sprintf("any lineage, as 2 x MinClusterSize %d > %d members", c.min, c.members)
+		}
+		return violation(events, RuleElectionSafety, i, e.At, "%s#%d leads at term %d, which %s#%d already led (event #%d); lineages %q and %q, one leader per term of %s",
+			e.Member, e.Life, e.Term, p.Member, p.Life, first, e.Lineage, p.Lineage, scope)
 	})
 }
 
+func singleLineage(events []Event, c census) []Violation {
+	if !c.strict {
+		return nil
+	}
+	firstAt := -1
+	for i, e := range events {
+		if e.Kind != KindState || !e.Agreed || e.Lineage == "" {
+			continue
+		}
+		if firstAt < 0 {
+			firstAt = i
+			continue
+		}
+		if p := events[firstAt]; p.Lineage != e.Lineage {
+			return []Violation{violation(events, RuleSingleLineage, i, e.At,
+				"%s#%d holds agreed lineage %s, but %s#%d held agreed lineage %s (event #%d); 2 x MinClusterSize %d > %d members",
+				e.Member, e.Life, e.Lineage, p.Member, p.Life, p.Lineage, firstAt, c.min, c.members)}
+		}
+	}
+	return nil
+}
+
 func leaderMajority(events []Event) []Violation {
-	role := map[life]string{}
+	leading := map[life]bool{}
 	var out []Violation
 	for i, e := range events {
 		if e.Kind != KindState {
 			continue
 		}
 		who := life{e.Member, e.Life}
-		became := e.Role == RoleLeader && role[who] != RoleLeader
-		role[who] = e.Role
+		became := e.leads() && !leading[who]
+		leading[who] = e.leads()
 		if became && (e.VotesGranted < e.Quorum || 2*e.VotesGranted <= e.ViewSize) {
 			out = append(out, violation(events, RuleLeaderMajority, i, e.At,
 				"%s#%d became leader at term %d with %d votes in a view of %d (quorum %d)",
@@ -200,10 +335,18 @@ func leaderMajority(events []Event) []Violation {
 func minClusterSize(events []Event) []Violation {
 	var out []Violation
 	for i, e := range events {
-		if e.Kind == KindState && e.Role == RoleLeader && e.ViewSize < e.MinClusterSize {
+		if e.Kind != KindState || e.Role != RoleLeader {
+			continue
+		}
+		switch {
+		case e.Lineage == "" && e.ViewSize < e.MinClusterSize:
 			out = append(out, violation(events, RuleMinClusterSize, i, e.At,
 				"%s#%d leads at term %d with a view of %d, below MinClusterSize %d",
 				e.Member, e.Life, e.Term, e.ViewSize, e.MinClusterSize))
+		case e.Lineage != "" && (!e.Agreed || e.AgreedSize < e.MinClusterSize):
+			out = append(out, violation(events, RuleMinClusterSize, i, e.At,
+				"%s#%d leads at term %d with a view of lineage %s (agreed %t, %d members), MinClusterSize %d",
+				e.Member, e.Life, e.Term, e.Lineage, e.Agreed, e.ViewSize, e.MinClusterSize))
 		}
 	}
 	return out
@@ -218,7 +361,7 @@ func termMonotonic(events []Event) []Violation {
 	var out []Violation
 	for i, e := range events {
 		switch e.Kind {
-		case KindRestart:
+		case KindRestart, KindStart:
 			if !e.Durable {
 				delete(last, e.Member)
 			}
@@ -249,89 +392,230 @@ func singleVote(events []Event) []Violation {
 	})
 }
 
-// world replays the fault events and the members' states, to tell who can
-// reach whom and who leads at any point of a history.
-type world struct {
-	names   []string
-	members map[string]*memberState
-	group   map[string]int // side of the current partition; all zero when healed
-}
-
-type memberState struct {
-	live   bool
-	role   string
-	leader string
-	quorum int
-}
-
-func newWorld(events []Event) *world {
-	w := &world{members: map[string]*memberState{}, group: map[string]int{}}
-	add := func(name string) {
-		if name != "" && w.members[name] == nil {
-			w.members[name] = &memberState{live: true}
-			w.names = append(w.names, name)
+// lasting applies events to w one instant at a time (every event of one
+// time before judging) and reports, once per episode, every key that holds
+// (held returns the keys with a description) for longer than bound without
+// a break.
+func lasting(events []Event, end, bound time.Duration, w *world, rule string, held func() map[string]string) []Violation {
+	type episode struct {
+		since    time.Duration
+		what     string
+		reported bool
+	}
+	open := map[string]*episode{}
+	var out []Violation
+	expire := func(now time.Duration, i int) {
+		for _, k := range slices.Sorted(maps.Keys(open)) {
+			ep := open[k]
+			if ep.reported || now <= ep.since+bound {
+				continue
+			}
+			ep.reported = true
+			out = append(out, violation(events, rule, i, ep.since+bound, "%s since %s, still at %s (bound %s)", ep.what, ep.since, now, bound))
 		}
 	}
-	for _, e := range events {
-		add(e.Member)
-		for _, g := range e.Groups {
-			for _, n := range g {
-				add(n)
+	for i := 0; i < len(events); {
+		at := events[i].At
+		expire(at, i)
+		for ; i < len(events) && events[i].At == at; i++ {
+			w.apply(events[i])
+		}
+		now := held()
+		for k := range open {
+			if _, ok := now[k]; !ok {
+				delete(open, k)
+			}
+		}
+		for k, what := range now {
+			if open[k] == nil {
+				open[k] = &episode{since: at, what: what}
 			}
 		}
 	}
-	slices.Sort(w.names)
+	expire(end, len(events))
+	return out
+}
+
+func oneLeaderAtOnce(events []Event, c census, end, bound time.Duration) []Violation {
+	w := newWorld(events)
+	return lasting(events, end, bound, w, RuleOneLeaderAtOnce, func() map[string]string {
+		byLineage := map[string][]string{}
+		var all []string
+		for _, n := range w.names {
+			m := w.members[n]
+			if m.live && m.role == RoleLeader {
+				desc := fmt.Sprintf("%s (term %d, lineage %s)", n, m.term, m.lineage)
+				byLineage[m.lineage] = append(byLineage[m.lineage], desc)
+				all = append(all, desc)
+			}
+		}
+		out := map[string]string{}
+		for l, ls := range byLineage {
+			if len(ls) > 1 {
+				out["lineage "+l] = "visible leaders of one lineage: " + strings.Join(ls, ", ")
+			}
+		}
+		if c.strict && len(all) > 1 && len(byLineage) > 1 {
+			out["any lineage"] = fmt.Sprintf("visible leaders with 2 x MinClusterSize %d > %d members: %s", c.min, c.members, strings.Join(all, ", "))
+		}
+		return out
+	})
+}
+
+func isolatedStepDown(events []Event, end, bound time.Duration) []Violation {
+	w := newWorld(events)
+	return lasting(events, end, bound, w, RuleIsolatedStepDown, func() map[string]string {
+		out := map[string]string{}
+		for _, n := range w.names {
+			m := w.members[n]
+			if !m.live || (m.role != RoleLeader && !m.protocol) {
+				continue
+			}
+			if reach, need := w.reach(n); reach < need {
+				out[n] = fmt.Sprintf("%s still leads at term %d reaching %d of its view, below its quorum %d", n, m.term, reach, need)
+			}
+		}
+		return out
+	})
+}
+
+// world replays the fault events and the members' states, to tell who can
+// reach whom and who leads at any point of a history.
+type world struct {
+	names   []string // every member and second actor, sorted
+	members map[string]*memberState
+	// node maps a second actor to the member whose node it runs on.
+	node map[string]string
+	// cut holds the pairs of nodes that cannot reach each other, both ways.
+	cut map[[2]string]bool
+}
+
+type memberState struct {
+	live     bool
+	role     string
+	leader   string
+	term     uint64
+	quorum   int
+	protocol bool
+	lineage  string
+	view     []string
+}
+
+func newWorld(events []Event) *world {
+	w := &world{names: names(events), members: map[string]*memberState{}, node: map[string]string{}, cut: map[[2]string]bool{}}
+	for _, n := range w.names {
+		w.members[n] = &memberState{live: true}
+	}
+	started := map[string]bool{}
+	for _, e := range events {
+		if e.Node != "" {
+			w.node[e.Member] = e.Node
+		}
+		switch e.Kind {
+		case KindStart, KindRestart, KindCrash, KindStop:
+			// An actor whose first lifecycle event is a start was not
+			// running before it.
+			if !started[e.Member] {
+				started[e.Member] = true
+				w.members[e.Member].live = e.Kind != KindStart
+			}
+		}
+	}
 	return w
+}
+
+// nodeOf is the node name runs on, named by its member.
+func (w *world) nodeOf(name string) string {
+	if n, ok := w.node[name]; ok {
+		return n
+	}
+	return name
+}
+
+// linked reports whether a and b can reach each other.
+func (w *world) linked(a, b string) bool {
+	na, nb := w.nodeOf(a), w.nodeOf(b)
+	return na == nb || !w.cut[[2]string{na, nb}]
 }
 
 func (w *world) apply(e Event) {
 	m := w.members[e.Member]
 	switch e.Kind {
 	case KindState:
-		m.role, m.leader, m.quorum = e.Role, e.Leader, e.Quorum
+		m.role, m.leader, m.term, m.quorum = e.Role, e.Leader, e.Term, e.Quorum
+		m.protocol, m.lineage, m.view = e.ProtocolLeader, e.Lineage, e.View
 	case KindCrash, KindStop:
 		*m = memberState{}
-	case KindRestart:
+	case KindRestart, KindStart:
 		*m = memberState{live: true}
 	case KindHeal:
-		clear(w.group)
+		clear(w.cut)
 	case KindPartition:
-		clear(w.group)
-		// A member left out of every group is cut off from everyone.
-		for _, n := range w.names {
-			w.group[n] = -1 - len(w.group)
-		}
+		clear(w.cut)
+		side := map[string]int{}
 		for i, g := range e.Groups {
 			for _, n := range g {
-				w.group[n] = i + 1
+				side[n] = i + 1
 			}
 		}
-	}
-}
-
-// reachable counts the live members in name's side, name included.
-func (w *world) reachable(name string) int {
-	n := 0
-	for _, o := range w.names {
-		if w.members[o].live && w.group[o] == w.group[name] {
-			n++
+		if len(e.Groups) > 0 {
+			// A member left out of every group is cut off from everyone.
+			for _, a := range w.names {
+				for _, b := range w.names {
+					if _, second := w.node[a]; second || a == b {
+						continue
+					}
+					if _, second := w.node[b]; !second && (side[a] == 0 || side[a] != side[b]) {
+						w.cut[[2]string{a, b}] = true
+					}
+				}
+			}
+		}
+		for _, c := range e.Cuts {
+			w.cut[[2]string{c[0], c[1]}], w.cut[[2]string{c[1], c[0]}] = true, true
 		}
 	}
-	return n
 }
 
-// healthy reports whether every member is live and no partition stands.
+// reach counts what leader n reaches, itself included, and what it needs:
+// the members of its view that are live and linked to it, against a
+// majority of the view; without a recorded view, every live member linked
+// to it against its recorded quorum.
+func (w *world) reach(n string) (reach, need int) {
+	m := w.members[n]
+	if m.view == nil {
+		for _, o := range w.names {
+			if w.members[o].live && w.linked(n, o) {
+				reach++
+			}
+		}
+		return reach, m.quorum
+	}
+	for _, v := range m.view {
+		if o := w.members[v]; v == n || (o != nil && o.live && w.linked(n, v)) {
+			reach++
+		}
+	}
+	return reach, len(m.view)/2 + 1
+}
+
+// healthy reports whether every member is live, no second actor runs and
+// no cut stands.
 func (w *world) healthy() bool {
+	if len(w.cut) > 0 {
+		return false
+	}
 	for _, n := range w.names {
-		if !w.members[n].live || w.group[n] != 0 {
+		_, second := w.node[n]
+		if w.members[n].live == second {
 			return false
 		}
 	}
 	return true
 }
 
-// converged reports whether exactly one live member leads and every other
-// live member follows it.
+// converged reports whether exactly one live member leads visibly, every
+// other live member follows it, and its view (when recorded) holds each.
 func (w *world) converged() bool {
 	leader := ""
 	for _, n := range w.names {
@@ -345,9 +629,16 @@ func (w *world) converged() bool {
 	if leader == "" {
 		return false
 	}
+	view := w.members[leader].view
 	for _, n := range w.names {
 		m := w.members[n]
-		if m.live && n != leader && (m.role != RoleFollower || m.leader != leader) {
+		if !m.live {
+			continue
+		}
+		if n != leader && (m.role != RoleFollower || m.leader != leader) {
+			return false
+		}
+		if view != nil && !slices.Contains(view, n) {
 			return false
 		}
 	}
@@ -387,8 +678,9 @@ func settle(events []Event, end time.Duration) (from, at time.Duration, idx int,
 }
 
 // SettleTime is how long after the last fault (or the start) the cluster
-// had exactly one leader followed by every live member. ok is false when the
-// cluster did not end live and connected, or never converged.
+// had exactly one visible leader followed by every live member and holding
+// each in its view. ok is false when the cluster did not end live and
+// connected, or never converged.
 func SettleTime(h *History) (d time.Duration, ok bool) {
 	_, d, _, _, ok = settle(h.Events(), h.End())
 	return d, ok
@@ -404,40 +696,7 @@ func convergence(events []Event, end time.Duration, bound time.Duration) []Viola
 			"one leader only %s after the last fault at %s, bound %s", d, from, bound)}
 	case !ok && d > bound:
 		return []Violation{violation(events, RuleConvergence, idx, end,
-			"no single leader %s after the last fault at %s, bound %s", d, from, bound)}
+			"no single leader followed by and holding every live member %s after the last fault at %s, bound %s", d, from, bound)}
 	}
 	return nil
-}
-
-func isolatedStepDown(events []Event, end time.Duration, bound time.Duration) []Violation {
-	w := newWorld(events)
-	since := map[string]time.Duration{}
-	var out []Violation
-	expire := func(now time.Duration, i int) {
-		for _, n := range w.names {
-			start, ok := since[n]
-			if !ok || now <= start+bound {
-				continue
-			}
-			delete(since, n)
-			out = append(out, violation(events, RuleIsolatedStepDown, i, start+bound,
-				"%s still leads %s after it was cut off from a quorum of %d at %s (reaching %d)",
-				n, now-start, w.members[n].quorum, start, w.reachable(n)))
-		}
-	}
-	for i, e := range events {
-		expire(e.At, i)
-		w.apply(e)
-		for _, n := range w.names {
-			m := w.members[n]
-			isolated := m.live && m.role == RoleLeader && w.reachable(n) < m.quorum
-			if _, ok := since[n]; ok && !isolated {
-				delete(since, n)
-			} else if !ok && isolated {
-				since[n] = e.At
-			}
-		}
-	}
-	expire(end, len(events))
-	return out
 }

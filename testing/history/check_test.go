@@ -284,3 +284,211 @@ func TestHistoryTable(t *testing.T) {
 		assert.Equal(t, 20*ms, h.End())
 	})
 }
+
+// viewed is s with the view fields a recorder that knows views fills in:
+// lineage, key, agreed with its size and quorum, and the members.
+func viewed(e Event, lineage string, agreed bool, members ...string) Event {
+	e.Lineage, e.ViewTerm, e.ViewEpoch, e.Agreed, e.View = lineage, e.Term, 1, agreed, members
+	e.ViewSize, e.Quorum = len(members), len(members)/2+1
+	if agreed {
+		e.AgreedSize, e.AgreedQuorum = e.ViewSize, e.Quorum
+	}
+	e.ProtocolLeader = e.Role == RoleLeader || e.ProtocolLeader
+	return e
+}
+
+var five = []string{"a", "b", "c", "d", "e"}
+
+func TestElectionSafetyPerLineage(t *testing.T) {
+	hidden := func(at time.Duration, member string, term uint64, lineage string) Event {
+		e := viewed(state(at, member, RoleUnclustered, term, member), lineage, true, five...)
+		e.ProtocolLeader = true
+		return e
+	}
+	t.Run("two protocol leaders of one lineage and term are a violation, visible or not", func(t *testing.T) {
+		h := build(hidden(10*ms, "a", 2, "1@a"), hidden(20*ms, "b", 2, "1@a"))
+		requireViolation(t, CheckElectionSafety(h), RuleElectionSafety)
+	})
+	t.Run("leaders of two lineages at one term pass when two clusters may exist", func(t *testing.T) {
+		a, b := hidden(10*ms, "a", 2, "1@a"), hidden(20*ms, "b", 2, "1@b")
+		a.MinClusterSize, b.MinClusterSize = 2, 2
+		require.NoError(t, CheckElectionSafety(build(a, b)))
+	})
+	t.Run("leaders of two lineages at one term are a violation when twice MinClusterSize exceeds the members", func(t *testing.T) {
+		v := requireViolation(t, CheckElectionSafety(build(hidden(10*ms, "a", 2, "1@a"), hidden(20*ms, "b", 2, "1@b"))), RuleElectionSafety)
+		assert.Contains(t, v.Detail, "any lineage")
+	})
+}
+
+func TestSingleLineage(t *testing.T) {
+	agreed := func(at time.Duration, member, lineage string, min int) Event {
+		e := viewed(state(at, member, RoleFollower, 1, ""), lineage, true, five...)
+		e.MinClusterSize = min
+		return e
+	}
+	t.Run("a second agreed lineage with MinClusterSize above half the members is a violation", func(t *testing.T) {
+		v := requireViolation(t, CheckSingleLineage(build(agreed(10*ms, "a", "1@a", 3), agreed(20*ms, "d", "1@d", 3))), RuleSingleLineage)
+		assert.Contains(t, v.Detail, "2 x MinClusterSize 3 > 5 members")
+	})
+	t.Run("two agreed lineages pass when MinClusterSize allows two clusters", func(t *testing.T) {
+		require.NoError(t, CheckSingleLineage(build(agreed(10*ms, "a", "1@a", 2), agreed(20*ms, "d", "1@d", 2),
+			state(30*ms, "b", RoleFollower, 1, ""), state(30*ms, "c", RoleFollower, 1, ""), state(30*ms, "e", RoleFollower, 1, ""))))
+	})
+	t.Run("a proposed lineage that never became agreed does not count", func(t *testing.T) {
+		proposed := viewed(state(20*ms, "d", RoleFollower, 1, ""), "1@d", false, five...)
+		require.NoError(t, CheckSingleLineage(build(agreed(10*ms, "a", "1@a", 3), proposed)))
+	})
+	t.Run("a second actor on a member's node does not count as a member", func(t *testing.T) {
+		// Three members and a rogue with MinClusterSize 2: 2 x 2 > 3.
+		three := func(at time.Duration, member, lineage string, members ...string) Event {
+			e := viewed(state(at, member, RoleFollower, 1, ""), lineage, true, members...)
+			e.MinClusterSize = 2
+			return e
+		}
+		rogue := three(20*ms, "ar", "1@ar", "ar", "b", "c")
+		rogue.Node = "a"
+		h := build(three(10*ms, "a", "1@a", "a", "b", "c"), rogue)
+		v := requireViolation(t, CheckSingleLineage(h), RuleSingleLineage)
+		assert.Contains(t, v.Detail, "> 3 members")
+	})
+}
+
+func TestOneLeaderAtOnce(t *testing.T) {
+	lead := func(at time.Duration, member string, term uint64, lineage string, min int) Event {
+		e := viewed(state(at, member, RoleLeader, term, member), lineage, true, five...)
+		e.MinClusterSize = min
+		return e
+	}
+	t.Run("two visible leaders of one lineage at different terms beyond the bound are a violation", func(t *testing.T) {
+		h := build(lead(0, "a", 1, "1@a", 3), lead(100*ms, "c", 2, "1@a", 3))
+		h.Finish(time.Second)
+		v := requireViolation(t, CheckOneLeaderAtOnce(h, 300*ms), RuleOneLeaderAtOnce)
+		assert.Equal(t, 400*ms, v.At)
+		assert.Contains(t, v.Detail, "a (term 1, lineage 1@a), c (term 2, lineage 1@a)")
+	})
+	t.Run("an old leader stepping down within the bound passes", func(t *testing.T) {
+		h := build(lead(0, "a", 1, "1@a", 3), lead(100*ms, "c", 2, "1@a", 3), state(350*ms, "a", RoleFollower, 2, "c"))
+		h.Finish(time.Second)
+		require.NoError(t, CheckOneLeaderAtOnce(h, 300*ms))
+	})
+	t.Run("leaders of two lineages at once pass only when two clusters may exist", func(t *testing.T) {
+		h := build(lead(0, "a", 1, "1@a", 2), lead(0, "d", 1, "1@d", 2))
+		h.Finish(time.Second)
+		require.NoError(t, CheckOneLeaderAtOnce(h, 300*ms))
+		h = build(lead(0, "a", 1, "1@a", 3), lead(0, "d", 1, "1@d", 3))
+		h.Finish(time.Second)
+		requireViolation(t, CheckOneLeaderAtOnce(h, 300*ms), RuleOneLeaderAtOnce)
+	})
+	t.Run("a crashed leader no longer leads", func(t *testing.T) {
+		h := build(lead(0, "a", 1, "1@a", 3), Event{At: 50 * ms, Kind: KindCrash, Member: "a", Life: 1}, lead(100*ms, "c", 2, "1@a", 3))
+		h.Finish(time.Second)
+		require.NoError(t, CheckOneLeaderAtOnce(h, 300*ms))
+	})
+}
+
+func TestMinClusterSizeOfTheAgreedView(t *testing.T) {
+	t.Run("a visible leader whose view is not agreed is a violation", func(t *testing.T) {
+		e := viewed(state(10*ms, "a", RoleLeader, 1, "a"), "1@a", false, five...)
+		requireViolation(t, CheckMinClusterSize(build(e)), RuleMinClusterSize)
+	})
+	t.Run("a visible leader of an agreed view below MinClusterSize is a violation", func(t *testing.T) {
+		e := viewed(state(10*ms, "a", RoleLeader, 1, "a"), "1@a", true, "a", "b")
+		requireViolation(t, CheckMinClusterSize(build(e)), RuleMinClusterSize)
+	})
+	t.Run("a hidden protocol leader below MinClusterSize passes", func(t *testing.T) {
+		e := viewed(state(10*ms, "a", RoleUnclustered, 1, "a"), "1@a", true, "a", "b")
+		e.ProtocolLeader = true
+		require.NoError(t, CheckMinClusterSize(build(e)))
+	})
+}
+
+func TestLeaderMajorityIsJudgedWhenTheElectionIsWon(t *testing.T) {
+	t.Run("a protocol leader that grows its view before it becomes visible passes", func(t *testing.T) {
+		won := viewed(state(10*ms, "a", RoleCandidate, 1, "a"), "1@a", true, "a", "b", "c")
+		won.ProtocolLeader, won.VotesGranted = true, 2
+		visible := viewed(state(20*ms, "a", RoleLeader, 1, "a"), "1@a", true, five...)
+		visible.VotesGranted = 2
+		require.NoError(t, CheckLeaderMajority(build(won, visible)))
+	})
+	t.Run("a protocol leader without a majority of its view is a violation", func(t *testing.T) {
+		won := viewed(state(10*ms, "a", RoleCandidate, 1, "a"), "1@a", true, five...)
+		won.ProtocolLeader, won.VotesGranted = true, 2
+		requireViolation(t, CheckLeaderMajority(build(won)), RuleLeaderMajority)
+	})
+}
+
+func TestConvergenceNeedsEveryLiveMemberInTheView(t *testing.T) {
+	heal := Event{At: 100 * ms, Kind: KindHeal}
+	followers := func(at time.Duration, leaderView ...string) []Event {
+		out := []Event{heal, viewed(state(at, "a", RoleLeader, 1, "a"), "1@a", true, leaderView...)}
+		for _, m := range five[1:] {
+			out = append(out, viewed(state(at, m, RoleFollower, 1, "a"), "1@a", true, leaderView...))
+		}
+		return out
+	}
+	t.Run("a leader whose view lacks a live member has not converged", func(t *testing.T) {
+		h := build(followers(200*ms, "a", "b", "c", "d")...)
+		h.Finish(2 * time.Second)
+		requireViolation(t, CheckConvergence(h, 500*ms), RuleConvergence)
+	})
+	t.Run("a leader whose view holds every live member has", func(t *testing.T) {
+		h := build(followers(200*ms, five...)...)
+		h.Finish(2 * time.Second)
+		require.NoError(t, CheckConvergence(h, 500*ms))
+	})
+	t.Run("a history that ends with a second actor running is not judged", func(t *testing.T) {
+		events := append(followers(200*ms, "a", "b"), Event{At: 300 * ms, Kind: KindStart, Member: "ar", Life: 1, Node: "a"})
+		h := build(events...)
+		h.Finish(5 * time.Second)
+		require.NoError(t, CheckConvergence(h, 500*ms))
+	})
+	t.Run("a join or leave is a fault the bound counts from", func(t *testing.T) {
+		events := append(followers(200*ms, five...), Event{At: 1000 * ms, Kind: KindLeave, Member: "b", Life: 1, Peer: "e"})
+		h := build(events...)
+		h.Finish(5 * time.Second)
+		require.NoError(t, CheckConvergence(h, 500*ms), "already converged when the leave was made")
+		d, ok := SettleTime(h)
+		require.True(t, ok)
+		assert.Zero(t, d)
+	})
+}
+
+func TestIsolatedStepDownOverCutPairs(t *testing.T) {
+	leader := viewed(state(0, "a", RoleLeader, 1, "a"), "1@a", true, five...)
+	t.Run("a leader that reaches a majority of its view through non-transitive cuts passes", func(t *testing.T) {
+		// a reaches b and c; b and c cannot reach d and e.
+		cut := Event{At: 100 * ms, Kind: KindPartition, Cuts: [][2]string{{"a", "d"}, {"a", "e"}, {"b", "d"}, {"c", "e"}}}
+		h := build(leader, cut)
+		h.Finish(5 * time.Second)
+		require.NoError(t, CheckIsolatedStepDown(h, 300*ms))
+	})
+	t.Run("a leader cut from a majority of its view by pairs is a violation", func(t *testing.T) {
+		cut := Event{At: 100 * ms, Kind: KindPartition, Cuts: [][2]string{{"a", "c"}, {"a", "d"}, {"a", "e"}}}
+		h := build(leader, cut)
+		h.Finish(5 * time.Second)
+		v := requireViolation(t, CheckIsolatedStepDown(h, 300*ms), RuleIsolatedStepDown)
+		assert.Contains(t, v.Detail, "reaching 2 of its view, below its quorum 3")
+	})
+	t.Run("a hidden protocol leader must step down too", func(t *testing.T) {
+		hidden := viewed(state(0, "a", RoleUnclustered, 1, "a"), "1@a", true, "a", "b")
+		hidden.ProtocolLeader = true
+		h := build(hidden, Event{At: 100 * ms, Kind: KindPartition, Groups: [][]string{{"a"}, {"b", "c", "d", "e"}}})
+		h.Finish(5 * time.Second)
+		requireViolation(t, CheckIsolatedStepDown(h, 300*ms), RuleIsolatedStepDown)
+	})
+	t.Run("members outside the view do not count toward its quorum", func(t *testing.T) {
+		small := viewed(state(0, "a", RoleLeader, 1, "a"), "1@a", true, "a", "b", "c")
+		h := build(small, Event{At: 100 * ms, Kind: KindPartition, Groups: [][]string{{"a", "d", "e"}, {"b", "c"}}})
+		h.Finish(5 * time.Second)
+		requireViolation(t, CheckIsolatedStepDown(h, 300*ms), RuleIsolatedStepDown)
+	})
+	t.Run("a second actor shares its host's links and is not running before it starts", func(t *testing.T) {
+		rogueView := viewed(state(0, "a", RoleLeader, 1, "a"), "1@a", true, "a", "br", "c")
+		h := build(rogueView, Event{At: 50 * ms, Kind: KindPartition, Groups: [][]string{{"a", "b"}, {"c", "d", "e"}}},
+			Event{At: 200 * ms, Kind: KindStart, Member: "br", Life: 1, Node: "b"})
+		h.Finish(5 * time.Second)
+		v := requireViolation(t, CheckIsolatedStepDown(h, 100*ms), RuleIsolatedStepDown)
+		assert.Equal(t, 150*ms, v.At, "isolated from the cut at 50ms")
+		require.NoError(t, CheckIsolatedStepDown(h, 200*ms), "no longer once br started on b's side at 200ms")
+	})
+}

@@ -12,13 +12,14 @@ import (
 type Kind int
 
 const (
-	// KindState is a member's state after its role, term, recognised leader
-	// or view size changed.
+	// KindState is a member's state after its role, term, recognised
+	// leader, view or hidden leadership changed.
 	KindState Kind = iota + 1
 	// KindVote is a vote cast by Member for VotedFor at Term (itself included).
 	KindVote
-	// KindPartition splits the network into Groups; members in different
-	// groups cannot reach each other until the next partition or heal.
+	// KindPartition replaces the network's cuts: members in different
+	// Groups, and the pairs in Cuts, cannot reach each other until the next
+	// partition or heal.
 	KindPartition
 	// KindHeal reconnects every member.
 	KindHeal
@@ -26,11 +27,20 @@ const (
 	KindCrash
 	// KindStop stops Member gracefully; its peers see a real reason.
 	KindStop
-	// KindRestart starts Member again as Life; Durable says whether its term
-	// and vote were restored.
+	// KindRestart starts Member again as Life; Durable says whether its
+	// term, vote and view were restored.
 	KindRestart
 	// KindNote is free text for the reader, ignored by the checkers.
 	KindNote
+	// KindStart starts Member's first life after the run began (Life 1); a
+	// member whose first lifecycle event is KindStart was not running
+	// before it. Members running from the start need none.
+	KindStart
+	// KindJoin is Member declaring Peer (Join); KindLeave is Member
+	// withdrawing Peer (Leave). Both change the view, so they count as
+	// faults for the convergence rule.
+	KindJoin
+	KindLeave
 )
 
 // String names the kind as the history table shows it.
@@ -52,14 +62,21 @@ func (k Kind) String() string {
 		return "restart"
 	case KindNote:
 		return "note"
+	case KindStart:
+		return "start"
+	case KindJoin:
+		return "join"
+	case KindLeave:
+		return "leave"
 	}
 	return "unknown"
 }
 
-// isFault reports whether k changes who can reach whom.
+// isFault reports whether k changes who can reach whom or who belongs to
+// the view: the convergence rule counts from the last one.
 func (k Kind) isFault() bool {
 	switch k {
-	case KindPartition, KindHeal, KindCrash, KindStop, KindRestart:
+	case KindPartition, KindHeal, KindCrash, KindStop, KindRestart, KindStart, KindJoin, KindLeave:
 		return true
 	}
 	return false
@@ -83,10 +100,18 @@ type Event struct {
 	// Life counts the member's starts, from 1; it tells lives apart across
 	// restarts.
 	Life int
+	// Node is set for a second actor of the cluster running on another
+	// member's node (a misconfiguration the simulator injects): that
+	// member's name. Such an actor is not a member of its own: it counts in
+	// every safety rule, but not in the number of members, since views
+	// count nodes. Empty for a member on its own node.
+	Node string
 	// Role, Term, Leader, ViewSize, Quorum, MinClusterSize and VotesGranted
-	// describe a member's state (KindState). Leader is the member it
-	// recognises, empty when none. VotesGranted is the count of grants,
-	// itself included, of its current or last election.
+	// describe a member's state (KindState). Role is what the user sees.
+	// Leader is the member it recognises, empty when none. ViewSize is its
+	// view's size (its declared set before any view) and Quorum a majority
+	// of it. VotesGranted is the count of grants, itself included, of its
+	// current or last election.
 	Role           string
 	Term           uint64
 	Leader         string
@@ -94,10 +119,35 @@ type Event struct {
 	Quorum         int
 	MinClusterSize int
 	VotesGranted   int
+	// ProtocolLeader is set while the member leads the election, visibly
+	// or not (a leader whose view has not committed yet, or one hidden below
+	// MinClusterSize); a visible leader (Role leader) always is one.
+	ProtocolLeader bool
+	// Lineage names the lineage of the member's view, "" when it holds none
+	// or the recorder cannot tell (testing/cluster's in-process recorder):
+	// the rules about views then fall back to ViewSize and Quorum.
+	// ViewTerm and ViewEpoch are the view's key, Agreed whether its lineage
+	// is established, AgreedSize and AgreedQuorum the size and majority of
+	// an agreed view (zero when not agreed), and View its members by name,
+	// nil when unknown.
+	Lineage      string
+	ViewTerm     uint64
+	ViewEpoch    uint64
+	Agreed       bool
+	AgreedSize   int
+	AgreedQuorum int
+	View         []string
 	// VotedFor is the candidate of a KindVote at Term.
 	VotedFor string
-	// Groups are the sides of a KindPartition; every member in exactly one.
+	// Groups are the sides of a KindPartition: members in different groups
+	// cannot reach each other, a member in no group reaches nobody.
 	Groups [][]string
+	// Cuts are the pairs of members of a KindPartition that cannot reach
+	// each other, besides those Groups separate: non-transitive cuts (a
+	// bridge member that reaches both sides of a cut) need them.
+	Cuts [][2]string
+	// Peer is the member a KindJoin or KindLeave names.
+	Peer string
 	// Durable marks a KindRestart that restored the term and vote.
 	Durable bool
 	// Note is free text shown in the table.
@@ -112,6 +162,19 @@ func (e Event) String() string {
 	case KindState:
 		fmt.Fprintf(&b, " %s#%d %-11s term=%d leader=%q view=%d quorum=%d min=%d votes=%d",
 			e.Member, e.Life, e.Role, e.Term, e.Leader, e.ViewSize, e.Quorum, e.MinClusterSize, e.VotesGranted)
+		if e.ProtocolLeader && e.Role != RoleLeader {
+			b.WriteString(" protocol-leader")
+		}
+		if e.Lineage != "" {
+			agreed := "proposed"
+			if e.Agreed {
+				agreed = "agreed"
+			}
+			fmt.Fprintf(&b, " lineage=%s key=%d/%d %s", e.Lineage, e.ViewTerm, e.ViewEpoch, agreed)
+		}
+		if e.View != nil {
+			fmt.Fprintf(&b, " {%s}", strings.Join(e.View, ","))
+		}
 	case KindVote:
 		fmt.Fprintf(&b, " %s#%d term=%d for=%s", e.Member, e.Life, e.Term, e.VotedFor)
 	case KindPartition:
@@ -119,9 +182,25 @@ func (e Event) String() string {
 		for i, g := range e.Groups {
 			parts[i] = "{" + strings.Join(g, ",") + "}"
 		}
-		fmt.Fprintf(&b, " %s", strings.Join(parts, " | "))
+		if len(parts) > 0 {
+			fmt.Fprintf(&b, " %s", strings.Join(parts, " | "))
+		}
+		if len(e.Cuts) > 0 {
+			cuts := make([]string, len(e.Cuts))
+			for i, c := range e.Cuts {
+				cuts[i] = c[0] + "-" + c[1]
+			}
+			fmt.Fprintf(&b, " cut %s", strings.Join(cuts, " "))
+		}
 	case KindCrash, KindStop:
 		fmt.Fprintf(&b, " %s#%d", e.Member, e.Life)
+	case KindStart:
+		fmt.Fprintf(&b, " %s#%d", e.Member, e.Life)
+		if e.Node != "" {
+			fmt.Fprintf(&b, " on %s's node", e.Node)
+		}
+	case KindJoin, KindLeave:
+		fmt.Fprintf(&b, " %s#%d %s", e.Member, e.Life, e.Peer)
 	case KindRestart:
 		fmt.Fprintf(&b, " %s#%d durable=%t", e.Member, e.Life, e.Durable)
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -11,43 +12,130 @@ import (
 )
 
 // Config describes one simulated cluster and its run. Zero fields take the
-// documented defaults.
+// documented defaults; the election's own defaults are production's.
 type Config struct {
 	// Seed decides every random choice of the run: timeouts, delays, losses
 	// and the chaos plan.
 	Seed uint64
 	// Members is the cluster size. Default 5.
 	Members int
-	// MinClusterSize is every member's MinClusterSize. Default a majority of
-	// Members.
-	MinClusterSize int
-	// ElectionTimeoutMin, ElectionTimeoutMax and HeartbeatInterval are the
-	// cores' timings. Defaults 150ms, 300ms and 50ms, the leader document's.
-	ElectionTimeoutMin time.Duration
-	ElectionTimeoutMax time.Duration
-	HeartbeatInterval  time.Duration
-	// GhostTTL is how long a member with a lost connection stays in a view.
-	// Default 5s.
-	GhostTTL     time.Duration
-	PreVote      bool
-	FastFailover bool
-	Evidence     election.Evidence
-	// Prefer and PreferStableFor are every member's preferred-leader rule;
-	// each member's Started is the virtual time of its current life's start.
-	Prefer          election.Preference
-	PreferStableFor time.Duration
-	// Durable keeps each member's term and vote across a restart; without it
-	// a restarted member starts from term zero with no vote.
+	// Election is the template of every member's election.Config. Its zero
+	// fields take production's defaults (election.Config.WithDefaults: the
+	// defaults leader.Options' zero value runs with), so a test that wants
+	// PreVote off sets DisablePreVote. The simulator sets ClusterID, Self,
+	// Bootstrap, Started (the virtual time a life starts) and Rand itself.
+	Election election.Config
+	// Durable keeps each member's term, vote and view across a restart
+	// (HardState, as a StateFile does); without it a restarted member starts
+	// from term zero with no vote and no view.
 	Durable bool
-	// Join declares peers with Core.Join right after each start instead of
-	// through Bootstrap.
+	// Bootstrap shapes the members' declared peers, from Seed; Lists, when
+	// set, gives them outright: Lists[i] are the indexes member i declares.
+	Bootstrap BootstrapKind
+	Lists     [][]int
+	// Join declares each member's peers with Core.Join right after each
+	// start instead of through Bootstrap.
 	Join bool
+	// Rogues are members on whose nodes a second actor of the cluster runs
+	// from the start, before any view names anyone: the misconfiguration
+	// that leader's per-process registry refuses locally. The core cannot
+	// refuse it then (each side of a split may meet a different actor of
+	// the node first, and their votes count as the node's), so it can make
+	// two leaders; chaos never draws it (FaultRogue waits for the views).
+	Rogues []int
 	// Network shapes message delivery and failure detection.
 	Network Network
 	// Plan is a fixed list of faults, applied at their times.
 	Plan []Fault
 	// Chaos, when set, adds random faults drawn from Seed to Plan.
 	Chaos *Chaos
+}
+
+// BootstrapKind is a shape of the members' declared peers.
+type BootstrapKind int
+
+const (
+	// BootstrapAll: every member declares every other (the zero value).
+	BootstrapAll BootstrapKind = iota
+	// BootstrapNested: the first half of the members declare only the first
+	// half and one more, the rest declare everyone (issue 11's first
+	// scenario: views nested in one another).
+	BootstrapNested
+	// BootstrapOverlapping: each member declares a window of the members
+	// that follow it (a majority of them, wrapping around) and a few at
+	// random: lists that overlap without being equal.
+	BootstrapOverlapping
+	// BootstrapHalves: two disjoint halves, each declaring only its own.
+	// They learn of each other only through a Join across the halves, which
+	// RandomConfig plans.
+	BootstrapHalves
+	// BootstrapRing: each member declares only the next one, wrapping
+	// around: partial lists whose knowledge is connected. Each member then
+	// knows two others (the next, and the one before once it calls), and a
+	// member without a view campaigns only once it knows MinClusterSize
+	// members with itself, so a ring forms a cluster only with
+	// MinClusterSize up to 3 (RandomConfig keeps to that).
+	BootstrapRing
+	bootstrapKinds
+)
+
+// String names the kind as the schedule shows it.
+func (k BootstrapKind) String() string {
+	switch k {
+	case BootstrapAll:
+		return "all"
+	case BootstrapNested:
+		return "nested"
+	case BootstrapOverlapping:
+		return "overlapping"
+	case BootstrapHalves:
+		return "halves"
+	case BootstrapRing:
+		return "ring"
+	}
+	return "unknown"
+}
+
+// lists draws the declared lists of n members for the kind.
+func (k BootstrapKind) lists(r *rand.Rand, n int) [][]int {
+	out := make([][]int, n)
+	span := func(i, from, to int) {
+		for j := from; j < to; j++ {
+			if j%n != i {
+				out[i] = append(out[i], j%n)
+			}
+		}
+	}
+	half := n / 2
+	for i := range n {
+		switch k {
+		case BootstrapNested:
+			if i < half {
+				span(i, 0, half+1)
+			} else {
+				span(i, 0, n)
+			}
+		case BootstrapOverlapping:
+			span(i, i+1, i+1+n/2)
+			for j := range n {
+				if j != i && !slices.Contains(out[i], j) && r.IntN(4) == 0 {
+					out[i] = append(out[i], j)
+				}
+			}
+			slices.Sort(out[i])
+		case BootstrapHalves:
+			if i < half {
+				span(i, 0, half)
+			} else {
+				span(i, half, n)
+			}
+		case BootstrapRing:
+			span(i, i+1, i+2)
+		default:
+			span(i, 0, n)
+		}
+	}
+	return out
 }
 
 // Network shapes how messages travel and how fast failures are noticed.
@@ -73,8 +161,8 @@ type Network struct {
 }
 
 // Chaos draws random faults: episodes of one or two faults that stand for a
-// while and are then repaired (a heal and a restart of every member down),
-// separated by quiet gaps.
+// while and are then repaired (a heal, a restart of every member down and
+// the end of every second actor), separated by quiet gaps.
 type Chaos struct {
 	// Duration is the span in which episodes start; the last one is repaired
 	// after it. Default 10s.
@@ -83,11 +171,14 @@ type Chaos struct {
 	// its faults stand. Defaults 1s and 2s.
 	MaxGap  time.Duration
 	MaxHold time.Duration
-	// Faults are the kinds to draw from, each as likely; default
-	// FaultPartition, FaultIsolate, FaultCrash and FaultStop. Each targets
-	// TheLeader or a random member, as likely.
+	// Faults are the kinds to draw from, each as likely; default every kind
+	// chaos draws (ChaosKinds). Each targets TheLeader or a random member, as
+	// likely; see chaosPlan for how each kind is drawn.
 	Faults []FaultKind
 }
+
+// ChaosKinds are the fault kinds Chaos draws from, all by default.
+var ChaosKinds = []FaultKind{FaultPartition, FaultIsolate, FaultBridge, FaultCrash, FaultStop, FaultRogue, FaultJoin, FaultLeave}
 
 // withDefaults fills the zero fields of c.
 func (c Config) withDefaults() Config {
@@ -99,25 +190,22 @@ func (c Config) withDefaults() Config {
 	if c.Members == 0 {
 		c.Members = 5
 	}
-	if c.MinClusterSize == 0 {
-		c.MinClusterSize = c.Members/2 + 1
-	}
-	def(&c.ElectionTimeoutMin, 150*time.Millisecond)
-	def(&c.ElectionTimeoutMax, 300*time.Millisecond)
-	def(&c.HeartbeatInterval, 50*time.Millisecond)
-	def(&c.GhostTTL, 5*time.Second)
+	c.Election = c.Election.WithDefaults()
 	def(&c.Network.Latency, time.Millisecond)
 	def(&c.Network.Jitter, 4*time.Millisecond)
-	def(&c.Network.ReorderDelay, c.ElectionTimeoutMax)
-	def(&c.Network.DetectCut, c.ElectionTimeoutMin)
+	def(&c.Network.ReorderDelay, c.Election.ElectionTimeoutMax)
+	def(&c.Network.DetectCut, c.Election.ElectionTimeoutMin)
 	def(&c.Network.DetectCrash, 5*time.Millisecond)
+	if c.Lists == nil && c.Members > 0 {
+		c.Lists = c.Bootstrap.lists(rand.New(rand.NewPCG(c.Seed, 3)), c.Members)
+	}
 	if c.Chaos != nil {
 		ch := *c.Chaos
 		def(&ch.Duration, 10*time.Second)
 		def(&ch.MaxGap, time.Second)
 		def(&ch.MaxHold, 2*time.Second)
 		if len(ch.Faults) == 0 {
-			ch.Faults = []FaultKind{FaultPartition, FaultIsolate, FaultCrash, FaultStop}
+			ch.Faults = ChaosKinds
 		}
 		c.Chaos = &ch
 	}
@@ -137,11 +225,32 @@ func (c Config) validate() error {
 	case c.Network.Loss < 0 || c.Network.Loss >= 1 || c.Network.Duplicate < 0 || c.Network.Duplicate >= 1 ||
 		c.Network.Reorder < 0 || c.Network.Reorder >= 1:
 		return bad("network probabilities must lie in [0, 1)")
+	case c.Bootstrap < 0 || c.Bootstrap >= bootstrapKinds:
+		return bad("unknown Bootstrap kind %d", int(c.Bootstrap))
+	case len(c.Lists) != c.Members:
+		return bad("Lists has %d lists for %d members", len(c.Lists), c.Members)
+	}
+	probe := c.Election
+	probe.ClusterID, probe.Self, probe.Started, probe.Rand = clusterID, gen.ProcessID{Name: memberName, Node: "m1@sim"}, epoch, rand.New(rand.NewPCG(0, 0))
+	if err := probe.Validate(); err != nil {
+		return fmt.Errorf("sim: config: Election: %w", err)
+	}
+	for k, i := range c.Rogues {
+		if i < 0 || i >= c.Members || slices.Contains(c.Rogues[:k], i) {
+			return bad("Rogues names member %d twice or out of %d", i, c.Members)
+		}
+	}
+	for i, l := range c.Lists {
+		for _, j := range l {
+			if j < 0 || j >= c.Members {
+				return bad("Lists[%d] names member %d out of %d", i, j, c.Members)
+			}
+		}
 	}
 	if c.Chaos != nil {
 		for _, k := range c.Chaos.Faults {
-			if k != FaultPartition && k != FaultIsolate && k != FaultCrash && k != FaultStop {
-				return bad("Chaos.Faults may hold partition, isolate, crash and stop, got %s", k)
+			if !slices.Contains(ChaosKinds, k) {
+				return bad("Chaos.Faults may hold %v, got %s", ChaosKinds, k)
 			}
 		}
 		if c.Chaos.Duration < 0 || c.Chaos.MaxGap < 0 || c.Chaos.MaxHold < 0 {
@@ -156,63 +265,118 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Bounds are the limits of the timed invariants for a run of c: a leader cut
-// off from its quorum notices within the cut detection time or one election
-// timeout, whichever is later, plus a heartbeat tick and the slowest message;
-// a healed cluster settles on one leader within twenty election timeouts
-// (randomised timeouts make split votes ever rarer, never impossible).
-// StepDown is zero, which skips that rule, when cuts are never detected
-// under EvidenceContact: accepted sends then count as contact forever.
+// Bounds are the limits of the timed invariants for a run of c.
+//
+// StepDown: a leader cut off from its quorum notices within the cut
+// detection time or one election timeout, whichever is later, plus a
+// heartbeat tick and the slowest message. Two visible leaders coexist only
+// while the older one has not noticed that a majority of its view moved to
+// a newer term, so the same bound holds for them. It is zero, which skips
+// both rules, when cuts are never detected under EvidenceContact: accepted
+// sends then count as contact forever.
+//
+// Converge: twenty election timeouts for an election to settle
+// (randomised timeouts make split votes ever rarer, never impossible), plus
+// what re-admitting members takes once they are back: a member withdrawn by
+// Leave is refused for ElectionTimeoutMax, a member outside the view asks
+// to be admitted on its next probe or election timeout (ElectionTimeoutMax
+// each), and the leader then admits one member at a time, each change
+// committed by a round trip and the next proposed at once or on the next
+// heartbeat tick.
 func (c Config) Bounds() history.Bounds {
 	c = c.withDefaults()
-	n := c.Network
+	e, n := c.Election, c.Network
 	slowest := n.Latency + n.Jitter
 	if n.Reorder > 0 {
 		slowest += n.ReorderDelay
 	}
-	b := history.Bounds{Converge: 20 * c.ElectionTimeoutMax}
-	notice := c.ElectionTimeoutMin
-	if c.Evidence == election.EvidenceContact {
+	b := history.Bounds{
+		Converge: 23*e.ElectionTimeoutMax + time.Duration(c.Members)*(e.HeartbeatInterval+2*slowest),
+	}
+	notice := e.ElectionTimeoutMin
+	if e.Evidence == election.EvidenceContact {
 		if n.DetectCut < 0 {
 			return b
 		}
 		notice = max(notice, n.DetectCut+slowest)
 	}
-	b.StepDown = notice + 2*c.HeartbeatInterval + slowest
+	b.StepDown = notice + 2*e.HeartbeatInterval + slowest
 	return b
 }
 
+// LastFault is the latest time a planned or chaos fault of c can apply:
+// after it, only the cluster's own settling remains.
+func (c Config) LastFault() time.Duration {
+	c = c.withDefaults()
+	var last time.Duration
+	for _, f := range c.Plan {
+		last = max(last, f.At+f.AwaitChange)
+	}
+	if c.Chaos != nil {
+		last = max(last, c.Chaos.Duration+c.Chaos.MaxHold)
+	}
+	return last
+}
+
 // RandomConfig draws a chaotic configuration from seed: 3 to 7 members,
-// PreVote, FastFailover, Evidence, Join and Prefer (none half the time,
-// else oldest or highest ID) drawn at random, Durable always on (so the
-// safety rules must hold), a lossy, reordering, duplicating network, and
-// Chaos over span.
+// production's election defaults half the time and variations of them
+// otherwise (MinClusterSize from 1 to a majority, other timeouts, GhostTTL
+// 300ms–2s, PreVote or fast failover off, contact evidence, a preferred
+// leader), Bootstrap lists of every kind (with a Join across disjoint
+// halves at a random time), Join instead of Bootstrap a quarter of the
+// time, Durable always on (so the safety rules must hold), a lossy,
+// reordering, duplicating network, and Chaos over span with holds up to 6s,
+// longer than the shorter GhostTTLs.
 func RandomConfig(seed uint64, span time.Duration) Config {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	coin := func() bool { return r.IntN(2) == 0 }
-	evidence := election.EvidenceContact
-	if coin() {
-		evidence = election.EvidenceReplies
-	}
+	ms := func(from, to int) time.Duration { return time.Duration(from+r.IntN(to-from+1)) * time.Millisecond }
 	members := 3 + r.IntN(5)
+	var e election.Config
+	if coin() {
+		e.MinClusterSize = 1 + r.IntN(members/2+1)
+	}
+	if coin() {
+		e.ElectionTimeoutMin = ms(100, 300)
+		e.HeartbeatInterval = e.ElectionTimeoutMin / time.Duration(3+r.IntN(4))
+	}
+	if coin() {
+		e.GhostTTL = ms(300, 2000)
+	}
+	e.DisablePreVote = r.IntN(4) == 0
+	e.DisableFastFailover = r.IntN(4) == 0
+	if coin() {
+		e.Evidence = election.EvidenceContact
+	}
 	prefer := []election.PreferKind{election.PreferNone, election.PreferNone, election.PreferOldest, election.PreferHighestID}
-	return Config{
-		Prefer:       election.Preference{Kind: prefer[r.IntN(len(prefer))]},
-		Seed:         seed,
-		Members:      members,
-		PreVote:      coin(),
-		FastFailover: coin(),
-		Evidence:     evidence,
-		Durable:      true,
-		Join:         r.IntN(4) == 0,
+	e.Prefer = election.Preference{Kind: prefer[r.IntN(len(prefer))]}
+	cfg := Config{
+		Seed:      seed,
+		Members:   members,
+		Election:  e,
+		Durable:   true,
+		Bootstrap: BootstrapKind(r.IntN(int(bootstrapKinds))),
+		Join:      r.IntN(4) == 0,
 		Network: Network{
-			Latency:   time.Duration(1+r.IntN(5)) * time.Millisecond,
-			Jitter:    time.Duration(r.IntN(20)) * time.Millisecond,
+			Latency:   ms(1, 5),
+			Jitter:    ms(0, 19),
 			Loss:      float64(r.IntN(10)) / 100,
 			Duplicate: float64(r.IntN(5)) / 100,
 			Reorder:   float64(r.IntN(5)) / 100,
-			DetectCut: time.Duration(20+r.IntN(200)) * time.Millisecond,
+			DetectCut: ms(20, 219),
 		},
-		Chaos: &Chaos{Duration: span},
+		Chaos: &Chaos{Duration: span, MaxHold: ms(2000, 6000)},
 	}
+	if cfg.Bootstrap == BootstrapRing && e.MinClusterSize > 3 {
+		cfg.Election.MinClusterSize = 3
+	}
+	if cfg.Bootstrap == BootstrapHalves {
+		// Someone declares a member of the other half, or they never meet:
+		// at a random time, and again once every episode is repaired (the
+		// first may strike a member that is down).
+		at := time.Duration(r.Int64N(int64(span) + 1))
+		cfg.Plan = append(cfg.Plan, Fault{At: at, Kind: FaultJoin, Member: 0, Peer: members - 1},
+			Fault{At: span + cfg.Chaos.MaxHold + time.Millisecond, Kind: FaultJoin, Member: members - 1, Peer: 0})
+	}
+	return cfg
 }

@@ -15,7 +15,7 @@ type FaultKind int
 
 const (
 	// FaultPartition splits the members into Groups; members in no group
-	// are each cut off alone.
+	// are each cut off alone. It replaces any earlier partition or cut.
 	FaultPartition FaultKind = iota + 1
 	// FaultIsolate cuts Member off from everyone else.
 	FaultIsolate
@@ -30,6 +30,28 @@ const (
 	FaultRestart
 	// FaultRestartAll starts every member that is down.
 	FaultRestartAll
+	// FaultCut cuts exactly the Pairs of members from each other, and
+	// nothing else: any cut, transitive or not. It replaces any earlier
+	// partition or cut.
+	FaultCut
+	// FaultBridge cuts every member of Groups[0] from every member of
+	// Groups[1]; the members in neither group reach both sides (a
+	// non-transitive cut). It replaces any earlier partition or cut.
+	FaultBridge
+	// FaultRogue starts a second actor of the cluster on Member's node,
+	// registered under another name, declaring every member: a
+	// misconfiguration the core must refuse (its traffic is dropped as
+	// duplicate_member by every member whose view names the real one). It
+	// applies only once every live member's view names Member, the
+	// condition under which that refusal is promised; otherwise it is
+	// skipped.
+	FaultRogue
+	// FaultEndRogues stops every second actor gracefully.
+	FaultEndRogues
+	// FaultJoin calls Core.Join on Member, declaring Peer.
+	FaultJoin
+	// FaultLeave calls Core.Leave on Member, withdrawing Peer.
+	FaultLeave
 )
 
 // String names the kind as the schedule shows it.
@@ -49,88 +71,199 @@ func (k FaultKind) String() string {
 		return "restart"
 	case FaultRestartAll:
 		return "restart-all"
+	case FaultCut:
+		return "cut"
+	case FaultBridge:
+		return "bridge"
+	case FaultRogue:
+		return "rogue"
+	case FaultEndRogues:
+		return "end-rogues"
+	case FaultJoin:
+		return "join"
+	case FaultLeave:
+		return "leave"
 	}
 	return "unknown"
 }
 
-// TheLeader, as a Fault's Member, names whichever live member leads (at the
-// highest term) when the fault applies, or the first live member when none
-// leads.
-const TheLeader = -1
+// Members a Fault may name by role, resolved when it applies.
+const (
+	// TheLeader names whichever live member leads visibly (at the highest
+	// term), or the first live member when none does.
+	TheLeader = -1
+	// TheSubject names the member the last proposed view change added or
+	// removed, or TheLeader when no change was proposed yet or that member
+	// is down (a stopped member's removal names a member already down).
+	TheSubject = -2
+)
 
-// Fault is one scheduled fault: Kind at At, on Member (an index from 0, or
-// TheLeader) or over Groups of member indexes.
+// Fault is one scheduled fault: Kind at At, on Member (an index from 0,
+// TheLeader or TheSubject) and Peer, over Groups of member indexes, or over
+// Pairs.
 type Fault struct {
 	At     time.Duration
 	Kind   FaultKind
 	Member int
+	// Peer is the member a FaultJoin declares or a FaultLeave withdraws.
+	Peer   int
 	Groups [][]int
+	Pairs  [][2]int
+	// AwaitChange, when positive, makes the fault wait from At for a
+	// leader to propose a view change, and apply right after it (so a
+	// crash, stop or restart lands while the change is in flight), or at
+	// At+AwaitChange if none comes.
+	AwaitChange time.Duration
 }
 
 func (f Fault) validate(members int) error {
 	in := func(i int) bool { return i >= 0 && i < members }
-	switch f.Kind {
-	case FaultIsolate, FaultCrash, FaultStop, FaultRestart:
-		if f.Member != TheLeader && !in(f.Member) {
+	member := func() error {
+		if f.Member != TheLeader && f.Member != TheSubject && !in(f.Member) {
 			return fmt.Errorf("%s of member %d out of %d: %w", f.Kind, f.Member, members, gen.ErrIncorrect)
 		}
-	case FaultPartition:
+		return nil
+	}
+	switch f.Kind {
+	case FaultIsolate, FaultCrash, FaultStop, FaultRestart, FaultRogue:
+		if err := member(); err != nil {
+			return err
+		}
+	case FaultJoin, FaultLeave:
+		if err := member(); err != nil {
+			return err
+		}
+		if !in(f.Peer) || f.Peer == f.Member {
+			return fmt.Errorf("%s by member %d of peer %d out of %d: %w", f.Kind, f.Member, f.Peer, members, gen.ErrIncorrect)
+		}
+	case FaultPartition, FaultBridge:
+		if f.Kind == FaultBridge && len(f.Groups) != 2 {
+			return fmt.Errorf("a bridge needs two groups, got %d: %w", len(f.Groups), gen.ErrIncorrect)
+		}
 		for _, g := range f.Groups {
 			for _, i := range g {
 				if !in(i) {
-					return fmt.Errorf("partition names member %d out of %d: %w", i, members, gen.ErrIncorrect)
+					return fmt.Errorf("%s names member %d out of %d: %w", f.Kind, i, members, gen.ErrIncorrect)
 				}
 			}
 		}
-	case FaultHeal, FaultRestartAll:
+	case FaultCut:
+		for _, p := range f.Pairs {
+			if !in(p[0]) || !in(p[1]) {
+				return fmt.Errorf("cut names pair %v out of %d: %w", p, members, gen.ErrIncorrect)
+			}
+		}
+	case FaultHeal, FaultRestartAll, FaultEndRogues:
 	default:
 		return fmt.Errorf("unknown fault kind %d: %w", int(f.Kind), gen.ErrIncorrect)
 	}
-	if f.At < 0 {
-		return fmt.Errorf("%s at negative time %s: %w", f.Kind, f.At, gen.ErrIncorrect)
+	if f.At < 0 || f.AwaitChange < 0 {
+		return fmt.Errorf("%s at negative time %s or awaiting %s: %w", f.Kind, f.At, f.AwaitChange, gen.ErrIncorrect)
 	}
 	return nil
 }
 
-// chaosPlan draws the episodes of ch for a cluster of n members.
+// chaosPlan draws the episodes of ch for a cluster of n members. Each
+// episode holds one or two faults for a random hold, then repairs them all
+// (heal, restart every member down, stop every second actor). How each kind
+// is drawn:
+//   - partition: two or three random groups; isolate: one member;
+//   - bridge: two disjoint groups cut from each other, the rest reaching
+//     both;
+//   - crash and stop: a third of the time plain, a third landing on the next
+//     view change (on TheLeader, TheSubject or a random member), a third a
+//     random member whose restart waits for the next view change;
+//   - rogue: a second actor on TheLeader's or a random member's node;
+//   - join: a storm of two to four calls at once, by TheLeader or random
+//     members, of random peers (one that names its caller is skipped);
+//   - leave: a storm of two to four calls at once, by random members, of
+//     random peers, each declared again by a join after the repair.
 func chaosPlan(r *rand.Rand, n int, ch Chaos) []Fault {
 	var plan []Fault
 	draw := func(d time.Duration) time.Duration { return time.Duration(r.Int64N(int64(d) + 1)) }
 	for at := draw(ch.MaxGap); at < ch.Duration; at += draw(ch.MaxGap) {
+		hold := ch.MaxHold/10 + draw(ch.MaxHold-ch.MaxHold/10)
 		faults := 1 + r.IntN(2)
+		var undo []Fault
 		for range faults {
-			plan = append(plan, randomFault(r, n, at, ch.Faults))
+			f, u := randomFaults(r, n, at, hold, ch.Faults[r.IntN(len(ch.Faults))])
+			plan, undo = append(plan, f...), append(undo, u...)
 		}
-		at += ch.MaxHold/10 + draw(ch.MaxHold-ch.MaxHold/10)
-		plan = append(plan, Fault{At: at, Kind: FaultHeal}, Fault{At: at, Kind: FaultRestartAll})
+		at += hold
+		plan = append(plan, Fault{At: at, Kind: FaultHeal}, Fault{At: at, Kind: FaultRestartAll}, Fault{At: at, Kind: FaultEndRogues})
+		plan = append(plan, undo...)
 	}
 	return plan
 }
 
-func randomFault(r *rand.Rand, n int, at time.Duration, kinds []FaultKind) Fault {
+// randomFaults draws the faults of one kind for an episode at at lasting
+// hold, and what repairs them besides the episode's usual repair.
+func randomFaults(r *rand.Rand, n int, at, hold time.Duration, kind FaultKind) (faults, undo []Fault) {
 	member := TheLeader
 	if r.IntN(2) == 0 {
 		member = r.IntN(n)
 	}
-	kind := kinds[r.IntN(len(kinds))]
-	if kind != FaultPartition {
-		return Fault{At: at, Kind: kind, Member: member}
+	switch kind {
+	case FaultPartition:
+		groups := make([][]int, 2+r.IntN(2))
+		for i := range n {
+			g := r.IntN(len(groups))
+			groups[g] = append(groups[g], i)
+		}
+		return []Fault{{At: at, Kind: kind, Groups: groups}}, nil
+	case FaultBridge:
+		order := r.Perm(n)
+		a := 1 + r.IntN(max(1, n-2))
+		b := 1 + r.IntN(max(1, n-a-1))
+		return []Fault{{At: at, Kind: kind, Groups: [][]int{slices.Sorted(slices.Values(order[:a])), slices.Sorted(slices.Values(order[a : a+b]))}}}, nil
+	case FaultCrash, FaultStop:
+		// A fault awaiting a view change gives up a millisecond before the
+		// repair, so the repair always comes after it.
+		switch r.IntN(3) {
+		case 1:
+			member = []int{TheLeader, TheSubject, r.IntN(n)}[r.IntN(3)]
+			return []Fault{{At: at, Kind: kind, Member: member, AwaitChange: max(time.Nanosecond, hold-time.Millisecond)}}, nil
+		case 2:
+			i := r.IntN(n)
+			return []Fault{{At: at, Kind: kind, Member: i},
+				{At: at + time.Millisecond, Kind: FaultRestart, Member: i, AwaitChange: max(time.Nanosecond, hold-2*time.Millisecond)}}, nil
+		}
+		return []Fault{{At: at, Kind: kind, Member: member}}, nil
+	case FaultJoin:
+		for range 2 + r.IntN(3) {
+			by := TheLeader
+			if r.IntN(2) == 0 {
+				by = r.IntN(n)
+			}
+			faults = append(faults, Fault{At: at, Kind: kind, Member: by, Peer: r.IntN(n)})
+		}
+		return faults, nil
+	case FaultLeave:
+		// Leave withdraws a live member for good from the caller's declared
+		// peers; the repair declares it again, as discovery would once it
+		// lists the member again, or a member nobody declares any more and
+		// that holds no view could never be found.
+		for range 2 + r.IntN(3) {
+			by, peer := r.IntN(n), r.IntN(n-1)
+			if peer >= by {
+				peer++
+			}
+			faults = append(faults, Fault{At: at, Kind: kind, Member: by, Peer: peer})
+			undo = append(undo, Fault{At: at + hold, Kind: FaultJoin, Member: by, Peer: peer})
+		}
+		return faults, undo
 	}
-	groups := make([][]int, 2+r.IntN(2))
-	for i := range n {
-		g := r.IntN(len(groups))
-		groups[g] = append(groups[g], i)
-	}
-	return Fault{At: at, Kind: FaultPartition, Groups: groups}
+	return []Fault{{At: at, Kind: kind, Member: member}}, nil
 }
 
 // Entry is one line of a Schedule: a fault as it was applied, with
-// TheLeader resolved to a member, or skipped.
+// TheLeader and TheSubject resolved to a member, or skipped.
 type Entry struct {
 	At   time.Duration
 	What string
-	// Fault is the fault with TheLeader resolved; Applied is false when it
-	// was skipped (a crash of a member already down).
+	// Fault is the fault with its members resolved and At the time it
+	// applied; Applied is false when it was skipped (a crash of a member
+	// already down).
 	Fault   Fault
 	Applied bool
 }
@@ -152,9 +285,10 @@ func (s Schedule) String() string {
 	return b.String()
 }
 
-// Plan lists the applied faults with TheLeader resolved: as Config.Plan,
-// it replays this schedule in another run (with Durable flipped, say)
-// whatever that run's leaders turn out to be.
+// Plan lists the applied faults with their members resolved and at the
+// times they applied: as Config.Plan, it replays this schedule in another
+// run (with Durable flipped, say) whatever that run's leaders turn out to
+// be.
 func (s Schedule) Plan() []Fault {
 	var out []Fault
 	for _, e := range s.Entries {
@@ -167,11 +301,18 @@ func (s Schedule) Plan() []Fault {
 
 // describe formats a Config compactly for the schedule.
 func describe(c Config) string {
-	n := c.Network
-	return fmt.Sprintf("seed=%d members=%d min=%d timeouts=%s/%s/%s ghost=%s prevote=%t fastfailover=%t evidence=%s prefer=%s durable=%t join=%t "+
-		"latency=%s jitter=%s loss=%.2f dup=%.2f reorder=%.2f/%s detect=%s/%s",
-		c.Seed, c.Members, c.MinClusterSize, c.ElectionTimeoutMin, c.ElectionTimeoutMax, c.HeartbeatInterval, c.GhostTTL,
-		c.PreVote, c.FastFailover, c.Evidence, c.Prefer.Kind, c.Durable, c.Join,
+	n, e := c.Network, c.Election
+	lists := ""
+	if c.Bootstrap != BootstrapAll {
+		lists = fmt.Sprintf("%v", c.Lists)
+	}
+	if len(c.Rogues) > 0 {
+		lists += fmt.Sprintf(" rogues=%v", c.Rogues)
+	}
+	return fmt.Sprintf("seed=%d members=%d min=%d timeouts=%s/%s/%s ghost=%s prevote=%t fastfailover=%t evidence=%s prefer=%s durable=%t "+
+		"bootstrap=%s%s join=%t latency=%s jitter=%s loss=%.2f dup=%.2f reorder=%.2f/%s detect=%s/%s",
+		c.Seed, c.Members, e.MinClusterSize, e.ElectionTimeoutMin, e.ElectionTimeoutMax, e.HeartbeatInterval, e.GhostTTL,
+		!e.DisablePreVote, !e.DisableFastFailover, e.Evidence, e.Prefer.Kind, c.Durable, c.Bootstrap, lists, c.Join,
 		n.Latency, n.Jitter, n.Loss, n.Duplicate, n.Reorder, n.ReorderDelay, n.DetectCut, n.DetectCrash)
 }
 

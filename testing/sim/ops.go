@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/regent-go/regent/gen"
@@ -11,57 +12,104 @@ import (
 // Partition splits the members into groups of indexes, now; a member in no
 // group is cut off alone. Errors wrap gen.ErrIncorrect.
 func (s *Simulator) Partition(groups ...[]int) error {
-	return s.apply(Fault{At: s.now, Kind: FaultPartition, Groups: groups})
+	return s.apply(Fault{Kind: FaultPartition, Groups: groups})
 }
 
 // Isolate cuts member i (or TheLeader) off from everyone, now.
 func (s *Simulator) Isolate(i int) error {
-	return s.apply(Fault{At: s.now, Kind: FaultIsolate, Member: i})
+	return s.apply(Fault{Kind: FaultIsolate, Member: i})
+}
+
+// Bridge cuts every member of a from every member of b, now; the members in
+// neither reach both sides.
+func (s *Simulator) Bridge(a, b []int) error {
+	return s.apply(Fault{Kind: FaultBridge, Groups: [][]int{a, b}})
+}
+
+// Cut cuts exactly the given pairs of members from each other, now.
+func (s *Simulator) Cut(pairs ...[2]int) error {
+	return s.apply(Fault{Kind: FaultCut, Pairs: pairs})
 }
 
 // Heal reconnects every member, now.
-func (s *Simulator) Heal() error { return s.apply(Fault{At: s.now, Kind: FaultHeal}) }
+func (s *Simulator) Heal() error { return s.apply(Fault{Kind: FaultHeal}) }
 
 // Crash kills member i (or TheLeader) now; its peers see gen.ErrNoConnection.
 // Errors wrap gen.ErrNotAllowed when it is already down.
-func (s *Simulator) Crash(i int) error { return s.apply(Fault{At: s.now, Kind: FaultCrash, Member: i}) }
+func (s *Simulator) Crash(i int) error { return s.apply(Fault{Kind: FaultCrash, Member: i}) }
 
 // Stop stops member i (or TheLeader) gracefully now; its peers see
 // gen.TerminateReasonShutdown. Errors wrap gen.ErrNotAllowed when it is
 // already down.
-func (s *Simulator) Stop(i int) error { return s.apply(Fault{At: s.now, Kind: FaultStop, Member: i}) }
+func (s *Simulator) Stop(i int) error { return s.apply(Fault{Kind: FaultStop, Member: i}) }
 
-// Restart starts member i again now, with its term and vote when
+// Restart starts member i again now, with its term, vote and view when
 // Config.Durable. Errors wrap gen.ErrNotAllowed when it is up.
 func (s *Simulator) Restart(i int) error {
-	return s.apply(Fault{At: s.now, Kind: FaultRestart, Member: i})
+	return s.apply(Fault{Kind: FaultRestart, Member: i})
 }
 
-// apply carries out one fault and writes it to the schedule; a fault that
-// cannot apply (a crash of a member already down) is written as skipped,
-// with the reason, and returned as an error.
+// Rogue starts a second actor of the cluster on member i's node now (see
+// FaultRogue). Errors wrap gen.ErrNotAllowed when one runs there already or
+// a live member's view does not name member i.
+func (s *Simulator) Rogue(i int) error { return s.apply(Fault{Kind: FaultRogue, Member: i}) }
+
+// EndRogues stops every second actor gracefully now.
+func (s *Simulator) EndRogues() error { return s.apply(Fault{Kind: FaultEndRogues}) }
+
+// Join calls Core.Join on member i (or TheLeader), declaring member peer.
+// Errors wrap gen.ErrNotAllowed when member i is down, and whatever Join
+// returns.
+func (s *Simulator) Join(i, peer int) error {
+	return s.apply(Fault{Kind: FaultJoin, Member: i, Peer: peer})
+}
+
+// Leave calls Core.Leave on member i (or TheLeader), withdrawing member
+// peer. Errors as Join.
+func (s *Simulator) Leave(i, peer int) error {
+	return s.apply(Fault{Kind: FaultLeave, Member: i, Peer: peer})
+}
+
+// apply carries out one fault now and writes it to the schedule.
 func (s *Simulator) apply(f Fault) error {
+	f.At = s.now
+	return s.applyNoting(f, "")
+}
+
+// applyNoting carries out one fault and writes it to the schedule with
+// note; a fault that cannot apply (a crash of a member already down) is
+// written as skipped, with the reason, and returned as an error.
+func (s *Simulator) applyNoting(f Fault, note string) error {
 	if err := f.validate(len(s.members)); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	if f.Member == TheLeader {
+	switch f.Member {
+	case TheLeader:
 		f.Member = s.leaderOrFirst()
+	case TheSubject:
+		f.Member = s.subject
+		if f.Member < 0 || !s.members[f.Member].live {
+			f.Member = s.leaderOrFirst()
+		}
 	}
 	what, err := s.applyResolved(f)
 	if err != nil {
 		what = fmt.Sprintf("skipped %s: %v", f.Kind, err)
 	}
-	f.At = s.now
+	if note != "" {
+		what += " (" + note + ")"
+	}
+	f.At, f.AwaitChange = s.now, 0
 	s.sched.Entries = append(s.sched.Entries, Entry{At: s.now, What: what, Fault: f, Applied: err == nil})
 	s.mix(uint64(f.Kind), uint64(len(s.sched.Entries)))
 	return err
 }
 
 func (s *Simulator) applyResolved(f Fault) (string, error) {
-	i := f.Member
+	n := len(s.members)
 	switch f.Kind {
 	case FaultPartition:
-		side := make([]int, len(s.members))
+		side := make([]int, n)
 		for k := range side {
 			side[k] = -1 - k
 		}
@@ -70,9 +118,18 @@ func (s *Simulator) applyResolved(f Fault) (string, error) {
 				side[k] = g + 1
 			}
 		}
-		return s.partition(side), nil
+		return s.network(func(a, b int) bool { return side[a] != side[b] }), nil
+	case FaultBridge:
+		return s.network(func(a, b int) bool {
+			return slices.Contains(f.Groups[0], a) && slices.Contains(f.Groups[1], b) ||
+				slices.Contains(f.Groups[1], a) && slices.Contains(f.Groups[0], b)
+		}), nil
+	case FaultCut:
+		return s.network(func(a, b int) bool {
+			return slices.Contains(f.Pairs, [2]int{a, b}) || slices.Contains(f.Pairs, [2]int{b, a})
+		}), nil
 	case FaultHeal:
-		return s.partition(make([]int, len(s.members))), nil
+		return s.network(func(int, int) bool { return false }), nil
 	case FaultRestartAll:
 		var started []string
 		for _, m := range s.members {
@@ -87,31 +144,104 @@ func (s *Simulator) applyResolved(f Fault) (string, error) {
 			return "restart: every member is up", nil
 		}
 		return "restart " + strings.Join(started, ","), nil
+	case FaultEndRogues:
+		var ended []string
+		for _, r := range s.actors[n:] {
+			if r.live {
+				s.down(r, true)
+				ended = append(ended, r.name)
+			}
+		}
+		if len(ended) == 0 {
+			return "end rogues: none runs", nil
+		}
+		return "end rogues " + strings.Join(ended, ","), nil
 	}
+	i := f.Member
 	if i < 0 {
 		return "", fmt.Errorf("no member is up: %w", gen.ErrNotAllowed)
 	}
 	m := s.members[i]
-	if f.Kind == FaultIsolate {
-		side := make([]int, len(s.members))
-		side[i] = 1
-		return s.partition(side), nil
-	}
-	if f.Kind == FaultRestart {
+	switch f.Kind {
+	case FaultIsolate:
+		return s.network(func(a, b int) bool { return a == i || b == i }), nil
+	case FaultRestart:
 		if m.live {
 			return "", fmt.Errorf("%s is up: %w", m.name, gen.ErrNotAllowed)
 		}
 		return "restart " + m.name, s.start(m)
+	case FaultRogue:
+		return s.rogue(m)
+	case FaultJoin, FaultLeave:
+		return s.declare(f.Kind, m, s.members[f.Peer])
 	}
 	if !m.live {
 		return "", fmt.Errorf("%s is already down: %w", m.name, gen.ErrNotAllowed)
 	}
+	leader := m.core.IsLeader()
 	s.down(m, f.Kind == FaultStop)
-	return fmt.Sprintf("%s %s (leader: %t)", f.Kind, m.name, m.core.IsLeader()), nil
+	return fmt.Sprintf("%s %s (leader: %t)", f.Kind, m.name, leader), nil
 }
 
-// leaderOrFirst is the live leader at the highest term, else the first live
-// member, else -1.
+// rogue starts a second actor of the cluster on host's node, once every
+// live member's view names host.
+func (s *Simulator) rogue(host *member) (string, error) {
+	r := s.rogueOn[host.index]
+	if r != nil && r.live {
+		return "", fmt.Errorf("%s already runs on %s's node: %w", r.name, host.name, gen.ErrNotAllowed)
+	}
+	for _, p := range s.members {
+		if !p.live {
+			continue
+		}
+		if v, ok := p.core.View(); !ok || !slices.Contains(v.Members, host.id) {
+			return "", fmt.Errorf("%s's view does not name %s yet: %w", p.name, host.name, gen.ErrNotAllowed)
+		}
+	}
+	return s.startRogue(host)
+}
+
+// startRogue starts (a new life of) the second actor on host's node.
+func (s *Simulator) startRogue(host *member) (string, error) {
+	r := s.rogueOn[host.index]
+	if r == nil {
+		r = &member{index: len(s.actors), node: host.index, name: host.name + "r", host: host.name,
+			id: gen.ProcessID{Name: rogueName, Node: host.id.Node}}
+		s.actors = append(s.actors, r)
+		s.rogueOn[host.index] = r
+	}
+	if err := s.start(r); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("rogue %s on %s's node", r.name, host.name), nil
+}
+
+// declare calls Join or Leave on m for peer and records it.
+func (s *Simulator) declare(kind FaultKind, m, peer *member) (string, error) {
+	if m == peer {
+		return "", fmt.Errorf("%s of itself: %w", kind, gen.ErrIncorrect)
+	}
+	if !m.live {
+		return "", fmt.Errorf("%s is down: %w", m.name, gen.ErrNotAllowed)
+	}
+	var err error
+	hk := history.KindJoin
+	if kind == FaultJoin {
+		err = m.core.Join(s.clock(), peer.id)
+	} else {
+		hk = history.KindLeave
+		err = m.core.Leave(s.clock(), peer.id.Node)
+	}
+	s.drain(m)
+	if err != nil {
+		return "", err
+	}
+	s.hist.Append(history.Event{At: s.now, Kind: hk, Member: m.name, Life: m.life, Peer: peer.name})
+	return fmt.Sprintf("%s on %s: %s", kind, m.name, peer.name), nil
+}
+
+// leaderOrFirst is the live visible leader at the highest term, else the
+// first live member, else -1.
 func (s *Simulator) leaderOrFirst() int {
 	best := -1
 	for _, i := range s.Leaders() {
@@ -130,18 +260,20 @@ func (s *Simulator) leaderOrFirst() int {
 	return -1
 }
 
-// partition moves every member to its side (equal sides can talk), records
-// the change, and schedules the notice of every newly cut pair.
-func (s *Simulator) partition(side []int) string {
+// network makes cut(a, b) the link model: every pair of members it reports
+// true for cannot reach each other. It records the change and schedules
+// the notice of every newly cut pair, and describes the result.
+func (s *Simulator) network(cut func(a, b int) bool) string {
 	detect := s.cfg.Network.DetectCut
 	changed := false
 	for a := range s.members {
 		for b := a + 1; b < len(s.members); b++ {
-			was, is := s.group[a] != s.group[b], side[a] != side[b]
-			if was == is {
+			is := cut(a, b)
+			if s.cut[a][b] == is {
 				continue
 			}
 			changed = true
+			s.cut[a][b], s.cut[b][a] = is, is
 			s.cutGen[a][b]++
 			s.cutGen[b][a] = s.cutGen[a][b]
 			s.noted[a][b], s.noted[b][a] = false, false
@@ -150,38 +282,73 @@ func (s *Simulator) partition(side []int) string {
 			}
 		}
 	}
-	copy(s.group, side)
-	groups := s.groups()
 	if !changed {
 		return "no change to the network"
 	}
-	if len(groups) == 1 {
+	groups, pairs := s.shape()
+	switch {
+	case len(pairs) == 0:
 		s.hist.Append(history.Event{At: s.now, Kind: history.KindHeal})
 		return "heal"
+	case groups != nil:
+		s.hist.Append(history.Event{At: s.now, Kind: history.KindPartition, Groups: groups})
+		parts := make([]string, len(groups))
+		for k, g := range groups {
+			parts[k] = "{" + strings.Join(g, ",") + "}"
+		}
+		return "partition " + strings.Join(parts, " | ")
 	}
-	s.hist.Append(history.Event{At: s.now, Kind: history.KindPartition, Groups: groups})
-	parts := make([]string, len(groups))
-	for k, g := range groups {
-		parts[k] = "{" + strings.Join(g, ",") + "}"
+	s.hist.Append(history.Event{At: s.now, Kind: history.KindPartition, Cuts: pairs})
+	parts := make([]string, len(pairs))
+	for k, p := range pairs {
+		parts[k] = p[0] + "-" + p[1]
 	}
-	return "partition " + strings.Join(parts, " | ")
+	return "cut " + strings.Join(parts, " ")
 }
 
-// groups lists the members of each side by name, sides in order of their
-// first member.
-func (s *Simulator) groups() [][]string {
-	var out [][]string
-	index := map[int]int{}
-	for _, m := range s.members {
-		g, ok := index[s.group[m.index]]
-		if !ok {
-			g = len(out)
-			index[s.group[m.index]] = g
-			out = append(out, nil)
-		}
-		out[g] = append(out[g], m.name)
+// shape describes the link model: every cut pair by name, and the groups
+// of members that reach each other when the cuts are a partition (members
+// that can talk form groups whose members all reach each other); groups is
+// nil for a non-transitive cut.
+func (s *Simulator) shape() (groups [][]string, pairs [][2]string) {
+	n := len(s.members)
+	group := make([]int, n)
+	for i := range group {
+		group[i] = -1
 	}
-	return out
+	var first []int
+	transitive := true
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			if s.cut[a][b] {
+				pairs = append(pairs, [2]string{s.members[a].name, s.members[b].name})
+			}
+		}
+		if group[a] >= 0 {
+			continue
+		}
+		group[a] = len(first)
+		first = append(first, a)
+		for b := a + 1; b < n; b++ {
+			if !s.cut[a][b] {
+				transitive = transitive && group[b] < 0
+				group[b] = group[a]
+			}
+		}
+	}
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			transitive = transitive && (group[a] == group[b]) != s.cut[a][b]
+		}
+	}
+	if !transitive {
+		return nil, pairs
+	}
+	groups = make([][]string, len(first))
+	for i, m := range s.members {
+		groups[group[i]] = append(groups[group[i]], m.name)
+	}
+	return groups, pairs
 }
 
 // down takes m down, by crash or graceful stop, and schedules what its
@@ -195,13 +362,13 @@ func (s *Simulator) down(m *member, graceful bool) {
 		m.downNotice = 0
 		kind, reason = history.KindStop, gen.TerminateReasonShutdown
 	}
-	s.hist.Append(history.Event{At: s.now, Kind: kind, Member: m.name, Life: m.life})
-	for _, p := range s.members {
+	s.hist.Append(history.Event{At: s.now, Kind: kind, Member: m.name, Life: m.life, Node: m.host})
+	for _, p := range s.actors {
 		if !p.live {
 			continue
 		}
 		at, why := s.now+m.downNotice+n.Latency, reason
-		if s.group[p.index] != s.group[m.index] {
+		if s.cut[p.node][m.node] {
 			if n.DetectCut < 0 {
 				continue
 			}

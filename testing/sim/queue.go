@@ -24,11 +24,14 @@ type item struct {
 	at   time.Duration
 	seq  uint64 // insertion order, breaking ties of at deterministically
 	kind itemKind
+	// to is the actor a timer or monitor belongs to, the node a message
+	// travels to, or one node of a detected cut.
 	to   int
-	life int // the life of member to the item was meant for
+	life int // the life of actor to the item was meant for
 
 	from   gen.PID
-	target gen.PID // zero when addressed by name
+	target gen.PID       // zero when addressed by name
+	toName gen.ProcessID // the registered name addressed otherwise
 	msg    any
 
 	timer election.Timer
@@ -40,6 +43,9 @@ type item struct {
 	cutGen uint64
 
 	fault Fault
+	// await, when not zero, marks the deadline of a fault that awaits a
+	// view change under that id.
+	await uint64
 }
 
 // queue is a min-heap of items by (at, seq).

@@ -5,18 +5,29 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/election"
+	"github.com/regent-go/regent/internal/quorum"
 	"github.com/regent-go/regent/testing/history"
 )
 
 // epoch is the wall-clock time the virtual clock starts from.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// clusterID is the ClusterID of every simulated member.
-const clusterID = "sim"
+const (
+	// clusterID is the ClusterID of every simulated actor.
+	clusterID = "sim"
+	// memberName and rogueName are the registered names of a member and of
+	// a second actor of the cluster on its node; memberID and rogueID their
+	// PIDs' IDs, which tell them apart on one node.
+	memberName = "regent"
+	rogueName  = "rogue"
+	memberID   = 1
+	rogueID    = 2
+)
 
 // Simulator runs one simulated cluster. It is owned by one goroutine.
 type Simulator struct {
@@ -26,24 +37,42 @@ type Simulator struct {
 	seq   uint64
 	net   *rand.Rand // delivery decisions
 
+	// members are the cluster's members by index, one per node; actors are
+	// the members followed by the second actors (rogues) started so far.
 	members []*member
-	byNode  map[gen.Atom]int
+	actors  []*member
+	byNode  map[gen.Atom]int // node name → member index
+	rogueOn map[int]*member  // member index → the second actor on its node
 
-	group  []int      // partition side of each member; all zero when healed
+	cut    [][]bool   // per pair of nodes: they cannot reach each other
 	cutGen [][]uint64 // per pair, bumped whenever the pair is cut or rejoined
 	noted  [][]bool   // per pair, whether the current cut has been noticed
-	hist   *history.History
-	sched  Schedule
+
+	// awaiting are the faults waiting for a view change (Fault.AwaitChange)
+	// by id; changed is set when a leader proposed one since the last step,
+	// subject is the member that change added or removed (-1: none yet).
+	awaiting map[uint64]Fault
+	awaitSeq uint64
+	changed  bool
+	subject  int
+	// lastFault is when the last planned fault applies at the latest.
+	lastFault time.Duration
+
+	hist  *history.History
+	sched Schedule
 	// skipped counts planned faults that could not apply (see Skipped).
 	skipped int
 	steps   uint64
 	digest  uint64
 }
 
-// member is one simulated member: its current core and what the shell keeps.
+// member is one simulated actor, a member or a second actor on a member's
+// node: its current core and what the shell keeps.
 type member struct {
-	index int
+	index int    // in Simulator.actors
+	node  int    // the member whose node it runs on; its own index for a member
 	name  string // as the history shows it
+	host  string // for a second actor, the name of the member whose node it shares
 	id    gen.ProcessID
 	life  int
 	live  bool
@@ -62,12 +91,17 @@ type member struct {
 	lastVote   election.HardState
 }
 
-// snapshot is the part of a member's state whose change is recorded.
+func (m *member) rogue() bool { return m.host != "" }
+
+// snapshot is the part of an actor's state whose change is recorded.
 type snapshot struct {
 	role     election.Role
+	protocol bool
 	term     uint64
-	leader   gen.Atom
+	leader   gen.PID
 	viewSize int
+	stamp    election.ViewStamp
+	view     string
 	recorded bool
 }
 
@@ -78,37 +112,57 @@ func New(cfg Config) (*Simulator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	n := cfg.Members
 	s := &Simulator{
-		cfg:    cfg,
-		net:    rand.New(rand.NewPCG(cfg.Seed, 1)),
-		byNode: map[gen.Atom]int{},
-		group:  make([]int, cfg.Members),
-		cutGen: make([][]uint64, cfg.Members),
-		noted:  make([][]bool, cfg.Members),
-		hist:   history.New(),
-		sched:  Schedule{Config: describe(cfg)},
-		digest: 14695981039346656037,
+		cfg:      cfg,
+		net:      rand.New(rand.NewPCG(cfg.Seed, 1)),
+		byNode:   map[gen.Atom]int{},
+		rogueOn:  map[int]*member{},
+		cut:      square[bool](n),
+		cutGen:   square[uint64](n),
+		noted:    square[bool](n),
+		awaiting: map[uint64]Fault{},
+		subject:  -1,
+		hist:     history.New(),
+		sched:    Schedule{Config: describe(cfg)},
+		digest:   14695981039346656037,
 	}
-	for i := range cfg.Members {
-		s.cutGen[i] = make([]uint64, cfg.Members)
-		s.noted[i] = make([]bool, cfg.Members)
+	for i := range n {
 		node := gen.Atom(fmt.Sprintf("m%d@sim", i+1))
-		s.members = append(s.members, &member{index: i, name: fmt.Sprintf("m%d", i+1), id: gen.ProcessID{Name: "regent", Node: node}})
+		m := &member{index: i, node: i, name: fmt.Sprintf("m%d", i+1), id: gen.ProcessID{Name: memberName, Node: node}}
+		s.members = append(s.members, m)
+		s.actors = append(s.actors, m)
 		s.byNode[node] = i
 	}
 	plan := cfg.Plan
 	if cfg.Chaos != nil {
-		plan = append(slices.Clone(plan), chaosPlan(rand.New(rand.NewPCG(cfg.Seed, 2)), cfg.Members, *cfg.Chaos)...)
+		plan = append(slices.Clone(plan), chaosPlan(rand.New(rand.NewPCG(cfg.Seed, 2)), n, *cfg.Chaos)...)
 	}
 	for _, f := range sortPlan(plan) {
 		s.push(&item{at: f.At, kind: itemFault, fault: f})
+		s.lastFault = max(s.lastFault, f.At+f.AwaitChange)
 	}
 	for _, m := range s.members {
 		if err := s.start(m); err != nil {
 			return nil, err
 		}
 	}
+	for _, i := range cfg.Rogues {
+		what, err := s.startRogue(s.members[i])
+		if err != nil {
+			return nil, err
+		}
+		s.sched.Entries = append(s.sched.Entries, Entry{What: what + " (from the start: no view names anyone yet)"})
+	}
 	return s, nil
+}
+
+func square[T any](n int) [][]T {
+	out := make([][]T, n)
+	for i := range out {
+		out[i] = make([]T, n)
+	}
+	return out
 }
 
 // Now is the virtual time since the start.
@@ -140,7 +194,44 @@ func (s *Simulator) Config() Config { return s.cfg }
 // Name is the name of member i (from 0) as the history shows it.
 func (s *Simulator) Name(i int) string { return s.members[i].name }
 
-// Leaders lists the live members that hold leadership, by index.
+// LastFault is the time the last fault of the plan (chaos included)
+// applies at the latest: after it, only the cluster's own settling remains.
+func (s *Simulator) LastFault() time.Duration { return s.lastFault }
+
+// Settled reports whether the cluster is whole and agreed now: every member
+// live, no cut, no second actor running, and one visible leader that every
+// other member follows and whose view holds every member. It is the live
+// counterpart of the history's convergence rule.
+func (s *Simulator) Settled() bool {
+	var leader *member
+	for _, a := range s.actors {
+		switch {
+		case a.live == a.rogue():
+			return false
+		case a.live && a.core.IsLeader() && leader != nil:
+			return false
+		case a.live && a.core.IsLeader():
+			leader = a
+		}
+	}
+	if leader == nil {
+		return false
+	}
+	for a := range s.members {
+		if slices.Contains(s.cut[a], true) {
+			return false
+		}
+	}
+	v, _ := leader.core.View()
+	for _, m := range s.members {
+		if !slices.Contains(v.Members, m.id) || m != leader && (m.core.Role() != election.RoleFollower || m.core.Leader() != leader.pid) {
+			return false
+		}
+	}
+	return true
+}
+
+// Leaders lists the live members that hold leadership visibly, by index.
 func (s *Simulator) Leaders() []int {
 	var out []int
 	for _, m := range s.members {
@@ -162,11 +253,11 @@ func (s *Simulator) Preferred() int {
 			continue
 		}
 		c := election.Candidate{Node: m.id.Node, ProcessID: m.id, Started: epoch.Add(m.started)}
-		if best < 0 || s.cfg.Prefer.Prefers(c, bestCand) {
+		if best < 0 || s.cfg.Election.Prefer.Prefers(c, bestCand) {
 			best, bestCand = m.index, c
 		}
 	}
-	if s.cfg.Prefer.Kind == election.PreferNone {
+	if s.cfg.Election.Prefer.Kind == election.PreferNone {
 		return -1
 	}
 	return best
@@ -182,11 +273,24 @@ func (s *Simulator) Term(i int) uint64 {
 
 // Status snapshots member i's core; ok is false while it is down.
 func (s *Simulator) Status(i int) (st election.Status, ok bool) {
-	m := s.members[i]
+	return s.members[i].status(s.clock())
+}
+
+// RogueStatus snapshots the core of the second actor on member i's node;
+// ok is false while none runs.
+func (s *Simulator) RogueStatus(i int) (st election.Status, ok bool) {
+	if r := s.rogueOn[i]; r != nil {
+		return r.status(s.clock())
+	}
+	return election.Status{}, false
+}
+
+// status snapshots m's core at now; ok is false while m is down.
+func (m *member) status(now time.Time) (election.Status, bool) {
 	if !m.live {
 		return election.Status{}, false
 	}
-	return m.core.Status(s.clock()), true
+	return m.core.Status(now), true
 }
 
 // Step processes the next queue item, advancing the clock to it. It reports
@@ -209,14 +313,62 @@ func (s *Simulator) Step() bool {
 	case itemDetect:
 		s.detect(it)
 	case itemFault:
-		// A planned fault that cannot apply (a crash of a member already
-		// down) is written to the schedule as skipped by apply itself; the
-		// plan was validated by New, so nothing else can fail here.
-		if err := s.apply(it.fault); err != nil {
-			s.skipped++
-		}
+		s.planned(it)
+	}
+	if s.changed {
+		s.changed = false
+		s.releaseAwaiting("on a view change")
 	}
 	return true
+}
+
+// planned applies a fault of the plan when its time comes: at once, or
+// once a view change is proposed when it awaits one (its deadline comes
+// back as an item marked with the await id).
+func (s *Simulator) planned(it *item) {
+	f := it.fault
+	switch {
+	case it.await != 0:
+		if _, pending := s.awaiting[it.await]; !pending {
+			return
+		}
+		delete(s.awaiting, it.await)
+		f.AwaitChange = 0
+		s.applyPlanned(f, fmt.Sprintf("no view change within %s", it.fault.AwaitChange))
+		return
+	case f.AwaitChange > 0:
+		s.awaitSeq++
+		s.awaiting[s.awaitSeq] = f
+		s.push(&item{at: s.now + f.AwaitChange, kind: itemFault, fault: f, await: s.awaitSeq})
+		return
+	}
+	s.applyPlanned(f, "")
+}
+
+// releaseAwaiting applies every fault waiting for a view change, in the
+// order they started waiting.
+func (s *Simulator) releaseAwaiting(why string) {
+	ids := make([]uint64, 0, len(s.awaiting))
+	for id := range s.awaiting {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		f := s.awaiting[id]
+		delete(s.awaiting, id)
+		f.AwaitChange = 0
+		s.applyPlanned(f, why)
+	}
+}
+
+// applyPlanned applies a fault of the plan. A planned fault that cannot
+// apply (a crash of a member already down) is written to the schedule as
+// skipped by apply itself; the plan was validated by New, so nothing else
+// can fail here.
+func (s *Simulator) applyPlanned(f Fault, why string) {
+	if err := s.applyNoting(f, why); err != nil {
+		s.skipped++
+	}
 }
 
 // Run processes everything due within d of now and moves the clock to now+d.
@@ -250,14 +402,52 @@ func (s *Simulator) mix(vs ...uint64) {
 
 func (s *Simulator) clock() time.Time { return epoch.Add(s.now) }
 
+// actorOf finds the actor a PID belongs to, whichever its life; nil for a
+// PID no actor ever had.
+func (s *Simulator) actorOf(pid gen.PID) *member {
+	return s.on(pid.Node, pid.ID == memberID, pid.ID == rogueID)
+}
+
+// named finds the actor registered as id, nil when none ever was.
+func (s *Simulator) named(id gen.ProcessID) *member {
+	return s.on(id.Node, id.Name == memberName, id.Name == rogueName)
+}
+
+// on finds the member on node, or the second actor there; nil when node is
+// no member's or the actor asked for never ran.
+func (s *Simulator) on(node gen.Atom, isMember, isRogue bool) *member {
+	i, ok := s.byNode[node]
+	switch {
+	case !ok:
+		return nil
+	case isMember:
+		return s.members[i]
+	case isRogue:
+		return s.rogueOn[i]
+	}
+	return nil
+}
+
+// nameOf is how the history names the actor registered as id.
+func (s *Simulator) nameOf(id gen.ProcessID) string {
+	if a := s.named(id); a != nil {
+		return a.name
+	}
+	return id.String()
+}
+
 // start begins a new life of m: a fresh core with its stored state when
-// durable, declared to every peer.
+// durable, declaring its peers.
 func (s *Simulator) start(m *member) error {
 	m.life++
 	m.live = true
 	m.started = s.now
 	m.stopped = false
-	m.pid = gen.PID{Node: m.id.Node, ID: 1, Creation: int64(m.life)}
+	id := memberID
+	if m.rogue() {
+		id = rogueID
+	}
+	m.pid = gen.PID{Node: m.id.Node, ID: uint64(id), Creation: int64(m.life)}
 	m.armed = map[election.TimerKind]election.Timer{}
 	m.monitors = nil
 	m.last = snapshot{}
@@ -269,27 +459,23 @@ func (s *Simulator) start(m *member) error {
 		m.stored = election.HardState{}
 	}
 	var peers []gen.ProcessID
-	for _, p := range s.members {
-		if p != m {
-			peers = append(peers, p.id)
+	if m.rogue() {
+		for _, p := range s.members {
+			if p.index != m.node {
+				peers = append(peers, p.id)
+			}
+		}
+	} else {
+		for _, j := range s.cfg.Lists[m.index] {
+			peers = append(peers, s.members[j].id)
 		}
 	}
-	cfg := election.Config{
-		ClusterID:           clusterID,
-		Self:                m.id,
-		MinClusterSize:      s.cfg.MinClusterSize,
-		ElectionTimeoutMin:  s.cfg.ElectionTimeoutMin,
-		ElectionTimeoutMax:  s.cfg.ElectionTimeoutMax,
-		HeartbeatInterval:   s.cfg.HeartbeatInterval,
-		GhostTTL:            s.cfg.GhostTTL,
-		DisablePreVote:      !s.cfg.PreVote,
-		Evidence:            s.cfg.Evidence,
-		DisableFastFailover: !s.cfg.FastFailover,
-		Started:             s.clock(),
-		Prefer:              s.cfg.Prefer,
-		PreferStableFor:     s.cfg.PreferStableFor,
-		Rand:                rand.New(rand.NewPCG(s.cfg.Seed, uint64(1000*(m.index+1)+m.life))),
-	}
+	cfg := s.cfg.Election
+	cfg.ClusterID = clusterID
+	cfg.Self = m.id
+	cfg.Started = s.clock()
+	cfg.Rand = rand.New(rand.NewPCG(s.cfg.Seed, uint64(1000*(m.index+1)+m.life)))
+	cfg.Bootstrap = nil
 	if !s.cfg.Join {
 		cfg.Bootstrap = peers
 	}
@@ -298,8 +484,11 @@ func (s *Simulator) start(m *member) error {
 		return fmt.Errorf("sim: start %s life %d: %w", m.name, m.life, err)
 	}
 	m.core = core
-	if m.life > 1 {
-		s.hist.Append(history.Event{At: s.now, Kind: history.KindRestart, Member: m.name, Life: m.life, Durable: s.cfg.Durable})
+	switch {
+	case m.life > 1:
+		s.hist.Append(history.Event{At: s.now, Kind: history.KindRestart, Member: m.name, Life: m.life, Durable: s.cfg.Durable, Node: m.host})
+	case m.rogue():
+		s.hist.Append(history.Event{At: s.now, Kind: history.KindStart, Member: m.name, Life: m.life, Node: m.host})
 	}
 	if s.cfg.Join {
 		for _, p := range peers {
@@ -316,6 +505,7 @@ func (s *Simulator) start(m *member) error {
 // m's state if it changed.
 func (s *Simulator) drain(m *member) {
 	now := s.clock()
+	viewChanged := false
 	for m.core.HasReady() {
 		rd := m.core.Ready()
 		if rd.HardState != nil {
@@ -338,13 +528,34 @@ func (s *Simulator) drain(m *member) {
 				s.monitor(m, e.PID)
 			case election.Demonitor:
 				m.monitors = slices.DeleteFunc(m.monitors, func(p gen.PID) bool { return p == e.PID })
+			case election.ViewChanged:
+				viewChanged = true
+				s.noteChange(m, e)
 			}
 		}
 		for _, out := range rd.Messages {
 			s.send(m, out)
 		}
 	}
-	s.recordState(m)
+	s.recordState(m, viewChanged)
+}
+
+// noteChange marks a view change a leader proposed (a member added or
+// removed), for the faults that await one.
+func (s *Simulator) noteChange(m *member, e election.ViewChanged) {
+	if e.From == nil || e.To == nil || !m.core.IsProtocolLeader() || slices.Equal(e.From.Members, e.To.Members) {
+		return
+	}
+	s.changed = true
+	for _, sets := range [][2][]gen.ProcessID{{e.From.Members, e.To.Members}, {e.To.Members, e.From.Members}} {
+		for _, p := range sets[0] {
+			if !slices.Contains(sets[1], p) {
+				if a := s.named(p); a != nil {
+					s.subject = a.node
+				}
+			}
+		}
+	}
 }
 
 // monitor starts m monitoring pid; a monitor of a process that is already
@@ -354,14 +565,13 @@ func (s *Simulator) monitor(m *member, pid gen.PID) {
 		return
 	}
 	m.monitors = append(m.monitors, pid)
-	i, ok := s.byNode[pid.Node]
-	if !ok {
+	p := s.actorOf(pid)
+	if p == nil {
 		return
 	}
-	p := s.members[i]
 	var reason error
 	switch {
-	case s.noted[m.index][i] || (!p.live && !p.stopped):
+	case s.noted[m.node][p.node] || (!p.live && !p.stopped):
 		reason = gen.ErrNoConnection
 	case !p.live:
 		reason = gen.TerminateReasonShutdown
@@ -371,6 +581,14 @@ func (s *Simulator) monitor(m *member, pid gen.PID) {
 		return
 	}
 	s.push(&item{at: s.now + s.cfg.Network.Latency, kind: itemPeerDown, to: m.index, life: m.life, pid: pid, reason: reason})
+}
+
+// nodeDown reports whether node i is gone for its peers: its member is
+// down and noticed so, and no second actor keeps the node running.
+func (s *Simulator) nodeDown(i int) bool {
+	p := s.members[i]
+	r := s.rogueOn[i]
+	return !p.live && s.now >= p.downAt+p.downNotice && (r == nil || !r.live)
 }
 
 // send puts one outbound message on the simulated network, or reports it
@@ -385,9 +603,8 @@ func (s *Simulator) send(m *member, out election.Outbound) {
 		m.core.SendFailed(s.clock(), node, fmt.Errorf("sim: send to %s: %w", node, gen.ErrNoRoute))
 		return
 	}
-	p := s.members[i]
-	if s.noted[m.index][i] || (!p.live && s.now >= p.downAt+p.downNotice) {
-		m.core.SendFailed(s.clock(), node, fmt.Errorf("sim: send from %s to %s: %w", m.name, p.name, gen.ErrNoConnection))
+	if s.noted[m.node][i] || s.nodeDown(i) {
+		m.core.SendFailed(s.clock(), node, fmt.Errorf("sim: send from %s to %s: %w", m.name, s.members[i].name, gen.ErrNoConnection))
 		return
 	}
 	n := s.cfg.Network
@@ -406,19 +623,23 @@ func (s *Simulator) send(m *member, out election.Outbound) {
 		if n.Reorder > 0 && s.net.Float64() < n.Reorder {
 			delay += time.Duration(s.net.Int64N(int64(n.ReorderDelay) + 1))
 		}
-		s.push(&item{at: s.now + delay, kind: itemDeliver, to: i, from: m.pid, target: out.To, msg: out.Message})
+		s.push(&item{at: s.now + delay, kind: itemDeliver, to: i, from: m.pid, target: out.To, toName: out.ToName, msg: out.Message})
 	}
 }
 
-// deliver hands a message to its receiver, unless its connection died on
-// the way: the sender's life ended, the receiver is down or is another
-// life than the one addressed, or the pair is cut.
+// deliver hands a message to its receiver (by PID, or by name on node
+// it.to), unless its connection died on the way: the sender's life ended,
+// the receiver is down or is another life than the one addressed, or the
+// pair of nodes is cut.
 func (s *Simulator) deliver(it *item) {
-	to := s.members[it.to]
-	from := s.members[s.byNode[it.from.Node]]
+	from := s.actorOf(it.from)
+	to := s.actorOf(it.target)
+	if it.target == (gen.PID{}) {
+		to = s.named(it.toName)
+	}
 	switch {
-	case !from.live || from.pid != it.from, !to.live, it.target != (gen.PID{}) && it.target != to.pid,
-		s.group[from.index] != s.group[to.index]:
+	case from == nil || !from.live || from.pid != it.from, to == nil || !to.live,
+		it.target != (gen.PID{}) && it.target != to.pid, s.cut[from.node][to.node]:
 		s.mix(0)
 		return
 	}
@@ -429,7 +650,7 @@ func (s *Simulator) deliver(it *item) {
 
 // fire hands a timer back to its core if it is the current arming.
 func (s *Simulator) fire(it *item) {
-	m := s.members[it.to]
+	m := s.actors[it.to]
 	if t, ok := m.armed[it.timer.Kind]; !m.live || m.life != it.life || !ok || t != it.timer {
 		return
 	}
@@ -440,7 +661,7 @@ func (s *Simulator) fire(it *item) {
 
 // peerDown fires m's monitor of a peer, once.
 func (s *Simulator) peerDown(it *item) {
-	m := s.members[it.to]
+	m := s.actors[it.to]
 	if !m.live || m.life != it.life || !slices.Contains(m.monitors, it.pid) {
 		return
 	}
@@ -449,59 +670,86 @@ func (s *Simulator) peerDown(it *item) {
 	s.drain(m)
 }
 
-// detect notices a cut between two members, if it still stands: sends
-// across it fail from now on, and each side's monitors of the other fire
-// with gen.ErrNoConnection.
+// detect notices a cut between two nodes, if it still stands: sends across
+// it fail from now on, and each side's monitors of the other fire with
+// gen.ErrNoConnection.
 func (s *Simulator) detect(it *item) {
 	a, b := it.to, it.peer
-	if s.group[a] == s.group[b] || s.cutGen[a][b] != it.cutGen {
+	if !s.cut[a][b] || s.cutGen[a][b] != it.cutGen {
 		return
 	}
 	s.noted[a][b], s.noted[b][a] = true, true
-	for _, pair := range [][2]int{{a, b}, {b, a}} {
-		m, p := s.members[pair[0]], s.members[pair[1]]
-		if !m.live {
+	for _, m := range slices.Clone(s.actors) {
+		if !m.live || (m.node != a && m.node != b) {
 			continue
 		}
+		other := s.members[a+b-m.node].id.Node
 		for _, pid := range slices.Clone(m.monitors) {
-			if pid.Node == p.id.Node {
+			if pid.Node == other {
 				s.peerDown(&item{to: m.index, life: m.life, pid: pid, reason: gen.ErrNoConnection})
 			}
 		}
 	}
 }
 
-// recordState appends m's state to the history when it changed.
-func (s *Simulator) recordState(m *member) {
+// recordState appends m's state to the history when it changed. The view
+// is read only when it may have changed: viewChanged (a ViewChanged effect
+// in the Ready just handled), or a change of role or term (a leader
+// re-stamps its view when it wins, without an effect).
+func (s *Simulator) recordState(m *member, viewChanged bool) {
 	c := m.core
-	now := snapshot{role: c.Role(), term: c.Term(), leader: c.Leader().Node, viewSize: c.ViewSize(), recorded: true}
+	now := snapshot{role: c.Role(), protocol: c.IsProtocolLeader(), term: c.Term(), leader: c.Leader(), viewSize: c.ViewSize(), recorded: true}
+	now.stamp, now.view = m.last.stamp, m.last.view
+	if now == m.last && !viewChanged {
+		return
+	}
+	v, hasView := c.View()
+	now.stamp, now.view = election.ViewStamp{}, ""
+	var names []string
+	if hasView {
+		now.stamp = v.Stamp
+		names = make([]string, len(v.Members))
+		for i, p := range v.Members {
+			names[i] = s.nameOf(p)
+		}
+		now.view = strings.Join(names, ",")
+	}
 	if now == m.last {
 		return
 	}
 	m.last = now
 	e := history.Event{
-		At: s.now, Kind: history.KindState, Member: m.name, Life: m.life,
+		At: s.now, Kind: history.KindState, Member: m.name, Life: m.life, Node: m.host,
 		Role: now.role.String(), Term: now.term, ViewSize: now.viewSize, Quorum: c.Quorum(),
-		MinClusterSize: s.cfg.MinClusterSize,
+		MinClusterSize: s.cfg.Election.MinClusterSize, ProtocolLeader: now.protocol,
 	}
-	if now.leader != "" {
-		e.Leader = s.members[s.byNode[now.leader]].name
+	if now.leader != (gen.PID{}) {
+		e.Leader = string(now.leader.Node)
+		if a := s.actorOf(now.leader); a != nil {
+			e.Leader = a.name
+		}
 	}
-	if now.role == election.RoleLeader {
-		e.VotesGranted = c.Status(s.clock()).VotesCount
+	if hasView {
+		e.Lineage, e.ViewTerm, e.ViewEpoch, e.Agreed, e.View = v.Stamp.Lineage.String(), v.Stamp.Key.Term, v.Stamp.Key.Epoch, v.Stamp.Agreed, names
+		if v.Stamp.Agreed {
+			e.AgreedSize, e.AgreedQuorum = len(v.Members), quorum.Majority(len(v.Members))
+		}
+	}
+	if now.protocol {
+		e.VotesGranted = c.VotesGranted()
 	}
 	s.hist.Append(e)
 }
 
 // recordVote appends a vote to the history when hs records a new one.
 func (s *Simulator) recordVote(m *member, hs election.HardState) {
-	if hs.VotedFor == (gen.ProcessID{}) || hs == m.lastVote {
+	if hs.VotedFor == (gen.ProcessID{}) || (hs.Term == m.lastVote.Term && hs.VotedFor == m.lastVote.VotedFor) {
 		return
 	}
 	m.lastVote = hs
 	s.hist.Append(history.Event{
-		At: s.now, Kind: history.KindVote, Member: m.name, Life: m.life, Term: hs.Term,
-		VotedFor: s.members[s.byNode[hs.VotedFor.Node]].name,
+		At: s.now, Kind: history.KindVote, Member: m.name, Life: m.life, Term: hs.Term, Node: m.host,
+		VotedFor: s.nameOf(hs.VotedFor),
 	})
 }
 

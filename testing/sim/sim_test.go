@@ -24,21 +24,42 @@ var seedFlag = flag.Uint64("seed", 0, "the seed TestSeed runs (also REGENT_SIM_S
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Chaos runs: faults for chaosSpan, then quiet until runLength so the
-// cluster can settle and the timed rules apply.
+// Chaos runs: episodes start within chaosSpan.
 const (
 	chaosSpan    = 10 * time.Second
-	runLength    = 20 * time.Second
 	defaultSeeds = 120
+	// maxAvoidance is, in election timeouts, the longest a leader avoids a
+	// member whose handover failed (internal/election's handover.go), with
+	// a margin.
+	maxAvoidance = 700
 )
 
-// runSeed runs the chaos configuration of seed to the end.
+// play runs cfg past its last fault until the cluster settles, or its
+// convergence bound and a second have passed (the convergence rule then
+// judges it), and then for a tail of four election timeouts, in which a
+// settled cluster must stay settled. Under a preferred-leader rule it first
+// runs until the preferred member leads, for up to PreferStableFor and
+// maxAvoidance: the member must answer steadily for PreferStableFor, and a
+// leader avoids a member whose handover failed (a lost or late
+// MessageTimeoutNow is enough) for ten election timeouts, doubled with each
+// further failure up to 640.
+func play(t *testing.T, cfg Config) *Simulator {
+	t.Helper()
+	s, err := New(cfg)
+	require.NoError(t, err)
+	s.RunUntil(func() bool { return s.Now() >= s.LastFault() && s.Settled() }, s.LastFault()+s.Bounds().Converge+time.Second)
+	e := s.Config().Election
+	if e.Prefer.Kind != election.PreferNone {
+		s.RunUntil(func() bool { return slices.Equal(s.Leaders(), []int{s.Preferred()}) }, e.PreferStableFor+maxAvoidance*e.ElectionTimeoutMax)
+	}
+	s.Run(4 * e.ElectionTimeoutMax)
+	return s
+}
+
+// runSeed runs the chaos configuration of seed.
 func runSeed(t *testing.T, seed uint64) *Simulator {
 	t.Helper()
-	s, err := New(RandomConfig(seed, chaosSpan))
-	require.NoError(t, err)
-	s.Run(runLength)
-	return s
+	return play(t, RandomConfig(seed, chaosSpan))
 }
 
 // failure formats a run's violations with its reproduction and schedule.
@@ -80,11 +101,8 @@ func preferredLeads(s *Simulator) error {
 	if len(got) == 1 && got[0] == want {
 		return nil
 	}
-	cfg := s.Config()
+	cfg := s.Config().Election
 	stable := cfg.PreferStableFor
-	if stable == 0 {
-		stable = 2 * cfg.ElectionTimeoutMax
-	}
 	if len(got) == 1 && s.Now()-leadingSince(s.History(), s.Name(got[0])) < stable+2*cfg.ElectionTimeoutMax {
 		return nil
 	}
@@ -98,7 +116,6 @@ func preferredLeads(s *Simulator) error {
 	return fmt.Errorf("under prefer=%s leadership ended on %v, not on the preferred %s", cfg.Prefer.Kind, got, s.Name(want))
 }
 
-// leadingSince is when member last became leader in h.
 // leadershipEnded is when the last leadership in the history ended.
 func leadershipEnded(h *history.History) time.Duration {
 	var ended time.Duration
@@ -126,6 +143,7 @@ func lastLeader(h *history.History) string {
 	return last
 }
 
+// leadingSince is when member last became leader in h.
 func leadingSince(h *history.History, member string) time.Duration {
 	var since time.Duration
 	prev := ""
@@ -143,17 +161,28 @@ func leadingSince(h *history.History, member string) time.Duration {
 
 func TestInvariantsHoldUnderChaos(t *testing.T) {
 	seeds := envUint(t, "REGENT_SIM_SOAK", defaultSeeds)
+	first := envUint(t, "REGENT_SIM_FIRST", 1)
 	var (
 		steps   uint64
+		virtual time.Duration
 		settles []time.Duration
 		failed  []uint64
 		byRule  = map[string][]uint64{}
+		applied = map[string]int{}
+		skipped = map[string]int{}
+		shapes  = map[string]int{}
 	)
 	start := time.Now()
-	for seed := uint64(1); seed <= seeds; seed++ {
+	for seed := first; seed < first+seeds; seed++ {
 		t.Run(fmt.Sprintf("seed %d keeps every invariant", seed), func(t *testing.T) {
 			s := runSeed(t, seed)
 			steps += s.Steps()
+			virtual += s.Now()
+			coverage(s.Schedule(), applied, skipped)
+			shapes["bootstrap "+s.Config().Bootstrap.String()]++
+			if e := s.Config().Election; 2*e.MinClusterSize > s.Config().Members {
+				shapes["2 x MinClusterSize > members"]++
+			}
 			if d, ok := history.SettleTime(s.History()); ok {
 				settles = append(settles, d)
 			}
@@ -173,10 +202,13 @@ func TestInvariantsHoldUnderChaos(t *testing.T) {
 	}
 	wall := time.Since(start)
 	slices.Sort(settles)
-	t.Logf("%d seeds x %s virtual, %d steps in %s: %.0f seeds/s, %.0f steps/s; %d seeds broke invariants %v; "+
-		"last fault to one followed leader (virtual): p50 %s, p99 %s over %d settled runs",
-		seeds, runLength, steps, wall.Round(time.Millisecond), float64(seeds)/wall.Seconds(), float64(steps)/wall.Seconds(),
-		len(failed), failed, percentile(settles, 50), percentile(settles, 99), len(settles))
+	t.Logf("%d seeds, %s virtual, %d steps in %s: %.0f seeds/s, %.0f steps/s; %d seeds broke invariants %v; "+
+		"last fault to one followed leader (virtual): p50 %s, p99 %s, max %s over %d settled runs",
+		seeds, virtual, steps, wall.Round(time.Millisecond), float64(seeds)/wall.Seconds(), float64(steps)/wall.Seconds(),
+		len(failed), failed, percentile(settles, 50), percentile(settles, 99), percentile(settles, 100), len(settles))
+	t.Logf("runs by shape: %v", shapes)
+	t.Logf("faults applied: %v", applied)
+	t.Logf("faults skipped: %v", skipped)
 	for _, rule := range slices.Sorted(maps.Keys(byRule)) {
 		t.Logf("%d seeds broke %q: %v", len(byRule[rule]), rule, byRule[rule])
 	}
@@ -207,6 +239,13 @@ func TestDeterminism(t *testing.T) {
 			require.Equal(t, a.Fingerprint(), b.Fingerprint())
 		}
 	})
+	t.Run("a run with a second actor on a node from the start is reproducible too", func(t *testing.T) {
+		cfg := Config{Seed: 6, Members: 5, Rogues: []int{1}, Network: Network{Jitter: 20 * time.Millisecond},
+			Plan: []Fault{{At: 0, Kind: FaultBridge, Groups: [][]int{{0, 2}, {3, 4}}}, {At: 3 * time.Second, Kind: FaultHeal}}}
+		a, b := play(t, cfg), play(t, cfg)
+		require.Equal(t, a.Fingerprint(), b.Fingerprint())
+		require.Equal(t, a.History().String(), b.History().String())
+	})
 	t.Run("another seed gives another run", func(t *testing.T) {
 		a, b := runSeed(t, 3), runSeed(t, 4)
 		assert.NotEqual(t, a.Fingerprint(), b.Fingerprint())
@@ -216,8 +255,8 @@ func TestDeterminism(t *testing.T) {
 		a := runSeed(t, 8)
 		b, err := New(RandomConfig(8, chaosSpan))
 		require.NoError(t, err)
-		for b.Now() < runLength {
-			b.Run(min(37*time.Millisecond, runLength-b.Now()))
+		for end := a.Now(); b.Now() < end; {
+			b.Run(min(37*time.Millisecond, end-b.Now()))
 		}
 		require.Equal(t, a.Fingerprint(), b.Fingerprint())
 		require.Equal(t, a.History().String(), b.History().String())
@@ -240,6 +279,17 @@ func start(t *testing.T, cfg Config) (*Simulator, int) {
 	require.NoError(t, err)
 	require.True(t, s.RunUntil(func() bool { return len(s.Leaders()) == 1 }, 10*time.Second), "no leader within 10s")
 	return s, s.Leaders()[0]
+}
+
+// others lists the members of n not in group.
+func others(n int, group []int) []int {
+	var out []int
+	for i := range n {
+		if !slices.Contains(group, i) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // requireClean checks every invariant of s's history.
@@ -272,7 +322,7 @@ func TestElection(t *testing.T) {
 func TestIsolatedLeaderStepsDown(t *testing.T) {
 	for _, ev := range []election.Evidence{election.EvidenceContact, election.EvidenceReplies} {
 		t.Run(fmt.Sprintf("with %s evidence the leader steps down within the bound and the rest elect another", ev), func(t *testing.T) {
-			cfg := quiet(3, func(c *Config) { c.Evidence = ev })
+			cfg := quiet(3, func(c *Config) { c.Election.Evidence = ev })
 			s, l := start(t, cfg)
 			require.NoError(t, s.Isolate(l))
 			bound := cfg.Bounds().StepDown
@@ -285,7 +335,7 @@ func TestIsolatedLeaderStepsDown(t *testing.T) {
 		})
 	}
 	t.Run("with cuts never detected under contact evidence, the step-down rule is not bounded", func(t *testing.T) {
-		cfg := quiet(3, func(c *Config) { c.Network.DetectCut = -1; c.Evidence = election.EvidenceContact })
+		cfg := quiet(3, func(c *Config) { c.Network.DetectCut = -1; c.Election.Evidence = election.EvidenceContact })
 		assert.Zero(t, cfg.Bounds().StepDown)
 	})
 }
@@ -294,12 +344,7 @@ func TestPartitions(t *testing.T) {
 	t.Run("a minority side elects nobody while the majority side elects one", func(t *testing.T) {
 		s, l := start(t, quiet(4, nil))
 		minority := []int{l, (l + 1) % 5}
-		var majority []int
-		for i := range 5 {
-			if !slices.Contains(minority, i) {
-				majority = append(majority, i)
-			}
-		}
+		majority := others(5, minority)
 		require.NoError(t, s.Partition(minority, majority))
 		s.Run(5 * time.Second)
 		leaders := s.Leaders()
@@ -355,7 +400,7 @@ func TestCrashAndStop(t *testing.T) {
 		requireClean(t, s)
 	})
 	t.Run("a view shrunk below MinClusterSize has no leader", func(t *testing.T) {
-		s, l := start(t, quiet(9, func(c *Config) { c.MinClusterSize = 5 }))
+		s, l := start(t, quiet(9, func(c *Config) { c.Election.MinClusterSize = 5 }))
 		require.NoError(t, s.Stop((l+1)%5))
 		s.Run(3 * time.Second)
 		assert.Empty(t, s.Leaders())
@@ -367,14 +412,14 @@ func TestCrashAndStop(t *testing.T) {
 
 func TestPreferredLeader(t *testing.T) {
 	t.Run("under highest-ID preference leadership settles on the highest member", func(t *testing.T) {
-		s, _ := start(t, quiet(10, func(c *Config) { c.Prefer.Kind = election.PreferHighestID }))
+		s, _ := start(t, quiet(10, func(c *Config) { c.Election.Prefer.Kind = election.PreferHighestID }))
 		s.Run(5 * time.Second)
 		assert.Equal(t, 4, s.Preferred())
 		assert.Equal(t, []int{4}, s.Leaders())
 		requireClean(t, s)
 	})
 	t.Run("under oldest preference a restarted leader yields to the oldest live member", func(t *testing.T) {
-		s, _ := start(t, quiet(11, func(c *Config) { c.Prefer.Kind = election.PreferOldest }))
+		s, _ := start(t, quiet(11, func(c *Config) { c.Election.Prefer.Kind = election.PreferOldest }))
 		s.Run(5 * time.Second)
 		require.Equal(t, []int{0}, s.Leaders(), "equal start times go to the lowest name")
 		require.NoError(t, s.Crash(0))
@@ -398,7 +443,15 @@ func TestSimulatorErrors(t *testing.T) {
 			{Members: -1},
 			{Network: Network{Loss: 1}},
 			{Plan: []Fault{{Kind: FaultCrash, Member: 9}}},
+			{Plan: []Fault{{Kind: FaultJoin, Member: 1, Peer: 1}}},
+			{Plan: []Fault{{Kind: FaultBridge, Groups: [][]int{{0}}}}},
+			{Plan: []Fault{{Kind: FaultCut, Pairs: [][2]int{{0, 9}}}}},
 			{Chaos: &Chaos{Faults: []FaultKind{FaultHeal}}},
+			{Members: 3, Lists: [][]int{{1}, {9}, {0}}},
+			{Members: 3, Lists: [][]int{{1}}},
+			{Bootstrap: BootstrapKind(99)},
+			{Rogues: []int{1, 1}},
+			{Election: election.Config{ElectionTimeoutMin: time.Second, ElectionTimeoutMax: time.Millisecond}},
 		} {
 			_, err := New(cfg)
 			require.ErrorIs(t, err, gen.ErrIncorrect, "%+v", cfg)
@@ -419,9 +472,10 @@ func TestSimulatorErrors(t *testing.T) {
 }
 
 // durabilityDemo is the configuration of the double-vote demonstrations:
-// ghosts never expire, so views cannot diverge and only durability matters.
+// three members of which two may form a cluster (2 x 2 > 3, so one cluster
+// at most), ghosts that never expire, production's PreVote.
 func durabilityDemo(seed uint64) Config {
-	return Config{Seed: seed, Members: 3, PreVote: true, GhostTTL: time.Hour}
+	return Config{Seed: seed, Members: 3, Election: election.Config{MinClusterSize: 2, GhostTTL: time.Hour}}
 }
 
 // safetyViolations keeps the violations of the rules durable state protects.
@@ -429,7 +483,7 @@ func safetyViolations(h *history.History) []history.Violation {
 	var out []history.Violation
 	for _, v := range history.CheckAll(h, history.Bounds{}) {
 		switch v.Rule {
-		case history.RuleSingleVote, history.RuleElectionSafety, history.RuleTermMonotonic:
+		case history.RuleSingleVote, history.RuleElectionSafety, history.RuleTermMonotonic, history.RuleSingleLineage:
 			out = append(out, v)
 		}
 	}
@@ -446,48 +500,64 @@ func rules(vs []history.Violation) []string {
 	return out
 }
 
+// restartDemo is the schedule of the durability demonstrations: m3 is cut
+// off from the start while m1 and m2 elect; at restart the follower F
+// crashes, is cut off from the leader L together with m3, and restarts at
+// once.
+type restartDemo struct {
+	config  func(seed uint64) Config
+	restart time.Duration
+	length  time.Duration
+}
+
+func (d restartDemo) plan(l, f int) []Fault {
+	return []Fault{
+		{At: 0, Kind: FaultPartition, Groups: [][]int{{0, 1}, {2}}},
+		{At: d.restart, Kind: FaultCrash, Member: f},
+		{At: d.restart, Kind: FaultPartition, Groups: [][]int{{l}, {f, 2}}},
+		{At: d.restart, Kind: FaultRestart, Member: f},
+	}
+}
+
+// run plays the schedule of seed with L = l and F = f.
+func (d restartDemo) run(t *testing.T, seed uint64, durable bool, l, f int) *Simulator {
+	t.Helper()
+	cfg := d.config(seed)
+	cfg.Durable, cfg.Plan = durable, d.plan(l, f)
+	s, err := New(cfg)
+	require.NoError(t, err)
+	s.Run(d.length)
+	return s
+}
+
+// find searches the seeds up to 50 for one where the schedule bites: the
+// first election leaves one leader, and the run without durable state breaks
+// the rules bites looks for. It returns the seed, L and F.
+func (d restartDemo) find(t *testing.T, bites func(broken []string) bool) (seed uint64, l, f int) {
+	t.Helper()
+	for candidate := uint64(1); candidate <= 50; candidate++ {
+		cfg := d.config(candidate)
+		cfg.Plan = d.plan(0, 1)[:1]
+		s, err := New(cfg)
+		require.NoError(t, err)
+		s.Run(d.restart)
+		if leaders := s.Leaders(); len(leaders) == 1 && bites(rules(safetyViolations(d.run(t, candidate, false, leaders[0], 1-leaders[0]).History()))) {
+			return candidate, leaders[0], 1 - leaders[0]
+		}
+	}
+	t.Fatalf("no seed among 50 makes the schedule bite")
+	return 0, 0, 0
+}
+
 func TestDurableTermAndVote(t *testing.T) {
-	// The adversarial schedule: m3 is cut off from the start (with PreVote
-	// it stays at term 0); m1 and m2 elect at term 1, the follower F voting
-	// for the leader L. Then F crashes and restarts at once while L is cut
-	// off from both others: F and m3 elect among themselves at term 1.
-	plan := func(l, f int) []Fault {
-		return []Fault{
-			{At: 0, Kind: FaultPartition, Groups: [][]int{{0, 1}, {2}}},
-			{At: time.Second, Kind: FaultCrash, Member: f},
-			{At: time.Second, Kind: FaultPartition, Groups: [][]int{{l}, {f, 2}}},
-			{At: time.Second, Kind: FaultRestart, Member: f},
-		}
-	}
-	run := func(seed uint64, durable bool, l, f int) *Simulator {
-		cfg := durabilityDemo(seed)
-		cfg.Durable = durable
-		cfg.Plan = plan(l, f)
-		s, err := New(cfg)
-		require.NoError(t, err)
-		s.Run(4 * time.Second)
-		return s
-	}
-	// Search for a seed where the schedule bites: the first election must
-	// be won at term 1 and the second must reach term 1 again.
-	var seed uint64
-	var l, f int
-	for candidate := uint64(1); candidate <= 50 && seed == 0; candidate++ {
-		cfg := durabilityDemo(candidate)
-		cfg.Plan = plan(0, 1)[:1]
-		s, err := New(cfg)
-		require.NoError(t, err)
-		s.Run(time.Second)
-		leaders := s.Leaders()
-		if len(leaders) != 1 {
-			continue
-		}
-		found := rules(safetyViolations(run(candidate, false, leaders[0], 1-leaders[0]).History()))
-		if slices.Contains(found, history.RuleSingleVote) && slices.Contains(found, history.RuleElectionSafety) {
-			seed, l, f = candidate, leaders[0], 1-leaders[0]
-		}
-	}
-	require.NotZero(t, seed, "no seed among 50 makes the adversarial schedule break single vote and election safety")
+	// With PreVote, m3 stays at term 0 while cut off; m1 and m2 elect at
+	// term 1, F voting for L. After F's restart, F and m3 elect among
+	// themselves at term 1 again.
+	demo := restartDemo{config: durabilityDemo, restart: time.Second, length: 4 * time.Second}
+	seed, l, f := demo.find(t, func(broken []string) bool {
+		return slices.Contains(broken, history.RuleSingleVote) && slices.Contains(broken, history.RuleElectionSafety)
+	})
+	run := func(seed uint64, durable bool, l, f int) *Simulator { return demo.run(t, seed, durable, l, f) }
 
 	t.Run("without durable state the restarted member votes twice in one term and two members lead it", func(t *testing.T) {
 		s := run(seed, false, l, f)
@@ -506,20 +576,16 @@ func TestDurableTermAndVote(t *testing.T) {
 		const scan = 1000
 		for seed := uint64(1); seed <= scan; seed++ {
 			cfg := RandomConfig(seed, chaosSpan)
-			cfg.Durable, cfg.GhostTTL = false, time.Hour
+			cfg.Durable, cfg.Election.GhostTTL = false, time.Hour
 			cfg.Chaos.MaxGap, cfg.Chaos.MaxHold = 300*time.Millisecond, 50*time.Millisecond
 			cfg.Chaos.Faults = []FaultKind{FaultCrash, FaultPartition, FaultIsolate}
-			s, err := New(cfg)
-			require.NoError(t, err)
-			s.Run(runLength)
+			s := play(t, cfg)
 			found := rules(safetyViolations(s.History()))
 			if !slices.Contains(found, history.RuleSingleVote) {
 				continue
 			}
 			cfg.Durable, cfg.Chaos, cfg.Plan = true, nil, s.Schedule().Plan()
-			replay, err := New(cfg)
-			require.NoError(t, err)
-			replay.Run(runLength)
+			replay := play(t, cfg)
 			vs := safetyViolations(replay.History())
 			require.Empty(t, vs, failure(replay, vs))
 			t.Logf("seed %d: without durable state %s; with it, the same %d faults break none",
@@ -527,5 +593,86 @@ func TestDurableTermAndVote(t *testing.T) {
 			return
 		}
 		t.Fatalf("no seed among %d broke single vote without durable state", scan)
+	})
+}
+
+// The view is durable state too. Without PreVote, m3, cut off from the
+// start, campaigns alone for a formation at ever higher terms while m1 and
+// m2 form the first view (MinClusterSize 2 of 3), which names m3, at a low
+// term; F then restarts cut off from L together with m3.
+func TestDurableView(t *testing.T) {
+	demo := restartDemo{restart: 2 * time.Second, length: 5 * time.Second, config: func(seed uint64) Config {
+		cfg := durabilityDemo(seed)
+		cfg.Election.DisablePreVote = true
+		return cfg
+	}}
+	seed, l, f := demo.find(t, func(broken []string) bool {
+		return slices.Contains(broken, history.RuleSingleLineage) && !slices.Contains(broken, history.RuleSingleVote)
+	})
+	run := func(seed uint64, durable bool, l, f int) *Simulator { return demo.run(t, seed, durable, l, f) }
+
+	t.Run("without durable state the restarted member forgets the first view it acknowledged and forms a second cluster with m3", func(t *testing.T) {
+		s := run(seed, false, l, f)
+		vs := safetyViolations(s.History())
+		found := rules(vs)
+		require.Contains(t, found, history.RuleSingleLineage, "%s\n%s", s.Schedule(), s.History())
+		require.NotContains(t, found, history.RuleSingleVote, "no vote was cast twice: the view alone was lost")
+		t.Logf("seed %d (leader %s, restarted follower %s):\n%s\n%s", seed, s.Name(l), s.Name(f), s.Schedule(), history.Report(vs))
+	})
+	t.Run("with durable state it refuses the formation and m3 joins the first view", func(t *testing.T) {
+		s := run(seed, true, l, f)
+		vs := safetyViolations(s.History())
+		require.Empty(t, vs, failure(s, vs))
+		first, _ := s.Status(l)
+		joined, _ := s.Status(2)
+		require.NotNil(t, joined.View)
+		assert.Equal(t, first.View.Stamp.Lineage, joined.View.Stamp.Lineage)
+		assert.Len(t, s.Leaders(), 1, "m3 and the restarted member lead the first view's lineage")
+	})
+}
+
+// Why FaultRogue waits for the views, and why leader refuses a second
+// actor of a cluster on one node at start: before any view names a node's
+// member, each side of a split may meet a different actor of that node
+// first and count its vote as the node's. A bridge cut {m1,m3} | {m4,m5},
+// with m2's node reaching both, and a second actor on m2's node from the
+// start.
+func TestSecondActorBeforeTheFirstView(t *testing.T) {
+	cfg := func(seed uint64, rogue bool) Config {
+		c := Config{
+			Seed: seed, Members: 5, Durable: true, Network: Network{Jitter: 20 * time.Millisecond},
+			Plan: []Fault{{At: 0, Kind: FaultBridge, Groups: [][]int{{0, 2}, {3, 4}}}, {At: 3 * time.Second, Kind: FaultHeal}},
+		}
+		if rogue {
+			c.Rogues = []int{1}
+		}
+		return c
+	}
+	run := func(seed uint64, rogue bool) *Simulator {
+		s, err := New(cfg(seed, rogue))
+		require.NoError(t, err)
+		s.Run(6 * time.Second)
+		return s
+	}
+	var seed uint64
+	for candidate := uint64(1); candidate <= 50 && seed == 0; candidate++ {
+		if slices.Contains(rules(history.CheckAll(run(candidate, true).History(), history.Bounds{})), history.RuleSingleLineage) {
+			seed = candidate
+		}
+	}
+	require.NotZero(t, seed, "no seed among 50 splits the node's vote")
+
+	t.Run("a second actor on the bridging node splits its vote: two clusters form", func(t *testing.T) {
+		s := run(seed, true)
+		vs := history.CheckAll(s.History(), s.Bounds())
+		found := rules(vs)
+		require.Contains(t, found, history.RuleSingleLineage)
+		require.Contains(t, found, history.RuleOneLeaderAtOnce, "and two visible leaders coexist")
+		t.Logf("seed %d:\n%s\n%s", seed, s.Schedule(), history.Report(vs))
+	})
+	t.Run("without it the same schedule forms one cluster", func(t *testing.T) {
+		s := run(seed, false)
+		require.True(t, s.RunUntil(s.Settled, s.Bounds().Converge))
+		requireClean(t, s)
 	})
 }
