@@ -24,6 +24,12 @@ type Transition struct {
 	// VotesGranted is the number of votes behind the last election this
 	// member ran, itself included.
 	VotesGranted int
+	// ProtocolLeader is set while this member leads the election, visibly
+	// or not (a leader below MinClusterSize, or one whose view has not
+	// committed yet, leads without Role being RoleLeader).
+	ProtocolLeader bool
+	// View is the latest view this member accepted (zero before any).
+	View View
 }
 
 // MessageSubscribe asks a leader actor to send MessageLeaderChanged to
@@ -52,15 +58,19 @@ type MessageLeaderChanged struct {
 
 // transitionState is what was last reported, to report only changes.
 type transitionState struct {
-	role   election.Role
-	term   uint64
-	leader gen.PID
+	role     election.Role
+	term     uint64
+	leader   gen.PID
+	protocol bool
+	view     ViewStamp
 }
 
-// reportTransition tells OnTransition and the subscribers when role, term or
-// leader changed since the last report.
+// reportTransition tells OnTransition when role, term, leader, protocol
+// leadership or view changed since the last report, and the subscribers
+// when leader or term did.
 func (a *Actor) reportTransition() {
-	cur := transitionState{role: a.core.Role(), term: a.core.Term(), leader: a.core.Leader()}
+	view, _ := a.core.View()
+	cur := transitionState{role: a.core.Role(), term: a.core.Term(), leader: a.core.Leader(), protocol: a.core.IsProtocolLeader(), view: view.Stamp}
 	if a.reported != nil && *a.reported == cur {
 		return
 	}
@@ -70,7 +80,7 @@ func (a *Actor) reportTransition() {
 		a.options.OnTransition(Transition{
 			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,
 			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.minClusterSize,
-			VotesGranted: a.core.VotesGranted(),
+			VotesGranted: a.core.VotesGranted(), ProtocolLeader: cur.protocol, View: view,
 		})
 	}
 	if leaderChanged {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,11 +163,12 @@ func (c *Cluster) memberOptions(i, life int, over *atomic.Bool) leader.Options {
 		if over.Load() {
 			return
 		}
-		c.hist.Append(history.Event{
-			At: tr.At.Sub(c.start), Kind: history.KindState, Member: label, Life: life,
-			Role: string(tr.Role), Term: tr.Term, Leader: c.labelOf(tr.Leader.Node),
-			ViewSize: tr.ViewSize, Quorum: tr.Quorum, MinClusterSize: tr.MinClusterSize, VotesGranted: tr.VotesGranted,
-		})
+		c.hist.Append(c.event(tr.At.Sub(c.start), label, observed{
+			life: life, role: string(tr.Role), term: tr.Term, leader: c.labelOf(tr.Leader.Node),
+			view: tr.ViewSize, quorum: tr.Quorum, min: tr.MinClusterSize, votes: tr.VotesGranted,
+			protocol: tr.ProtocolLeader, agreed: tr.View.Stamp.Agreed, lineage: lineageOf(tr.View),
+			members: strings.Join(c.viewLabels(tr.View.Members), ","), viewTerm: tr.View.Stamp.Key.Term, viewEpoch: tr.View.Stamp.Key.Epoch,
+		}))
 	}
 	return o
 }
@@ -354,4 +356,13 @@ func (c *Cluster) control(i, j int, kind history.Kind, op func(gen.Node, gen.PID
 	c.mu.Unlock()
 	c.hist.Append(history.Event{At: c.now(), Kind: kind, Member: c.cfg.label(i), Life: life, Peer: c.cfg.label(j)})
 	return nil
+}
+
+// lineageOf names v's lineage as ergo:view_lineage does: empty before any
+// view.
+func lineageOf(v leader.View) string {
+	if v.Stamp.Lineage.IsZero() {
+		return ""
+	}
+	return v.Stamp.Lineage.String()
 }
