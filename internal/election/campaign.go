@@ -304,6 +304,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 		if grant {
 			term = m.Term
 		}
+		c.deferIfLeaderLive(now, from, m, grant)
 		c.send(now, p, c.voteMsg(from.Node, grant, true, term, m.Header.View))
 		return
 	}
@@ -315,7 +316,31 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 			c.touchElection(now)
 		}
 	}
+	c.deferIfLeaderLive(now, from, m, grant)
 	c.send(now, p, c.voteMsg(from.Node, grant, false, c.term, m.Header.View))
+}
+
+// deferIfLeaderLive keeps a request refused while this member follows a
+// live leader. A candidate that learnt of the leader's end a moment before
+// this member did would otherwise lose a full election timeout; once this
+// member learns it too, it answers the request again (answerDeferred). Only
+// the newest such request is kept.
+func (c *Core) deferIfLeaderLive(now time.Time, from gen.PID, m MessageRequestVote, granted bool) {
+	if !granted && c.role == RoleFollower && c.leaderLive(now) && !m.Transfer {
+		c.deferred = &deferredRequest{from: from, msg: m, at: now}
+	}
+}
+
+// answerDeferred answers the kept request again once this member's leader
+// is reported down, as if it had arrived now: a late delivery, which the
+// rules admit of any message. A request older than ElectionTimeoutMin is
+// dropped: its candidate has moved on.
+func (c *Core) answerDeferred(now time.Time) {
+	d := c.deferred
+	c.deferred = nil
+	if d != nil && now.Sub(d.at) < c.cfg.ElectionTimeoutMin {
+		c.step(now, d.from, d.msg)
+	}
 }
 
 // mayVoteFor applies the view rules to a candidate with header h. A member
@@ -378,6 +403,9 @@ func (c *Core) onVote(now time.Time, from gen.PID, m MessageVote) {
 	if !camp.formation && !c.view.has(from.Node) {
 		c.drop(dropNotVoter)
 		return
+	}
+	if !m.Granted && c.deadLeader != "" && m.Leader.Node == c.deadLeader {
+		return // not told of the end yet: its real answer follows once it is
 	}
 	camp.answers[from.Node] = m.Granted
 	if camp.formation && m.Granted {

@@ -48,6 +48,14 @@ type Core struct {
 	camp *campaign   // the running election; nil when none
 	lead *leadership // set while leading
 	next nextCampaign
+	// deadLeader is the node of the leader whose end this member learned of,
+	// until a leader is recognised again: a refusal that names it comes from
+	// a voter not told yet, and will be followed by its real answer.
+	deadLeader gen.Atom
+	// deferred is the last vote request refused only because this member's
+	// leader was live; it is answered again if that leader is reported down
+	// soon after (see deferIfLeaderLive).
+	deferred *deferredRequest
 
 	// campaignHeld: another member on this host holds the same-host cell, so
 	// this one votes and follows but starts no election (SetCampaign).
@@ -104,6 +112,13 @@ type counters struct {
 type nextCampaign struct {
 	skipPreVote bool // campaign at once (the leader is known dead)
 	transfer    bool // pass leader stickiness (the operator re-formed the view)
+}
+
+// deferredRequest is a vote request kept to be answered again.
+type deferredRequest struct {
+	from gen.PID
+	msg  MessageRequestVote
+	at   time.Time
 }
 
 // outsideCluster is an agreed cluster this member is not part of.

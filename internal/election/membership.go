@@ -485,10 +485,12 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	}
 	c.recognise(gen.PID{})
 	c.leaderHeardAt = time.Time{}
+	c.deadLeader = p.id.Node
 	if c.cfg.fastFailover() && c.mayCampaign() {
 		c.next.skipPreVote = !noConnection
 		c.armElectionAfter(now, c.rankedFailoverDelay(p.id.Node))
 	}
+	c.answerDeferred(now)
 }
 
 // reform replaces the view with the members this one has heard from lately

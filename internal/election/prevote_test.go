@@ -193,3 +193,87 @@ func TestFailoverCampaignsInRankOrder(t *testing.T) {
 		assert.Equal(t, term+1, next.core.Term(), "seed %d: one round", seed)
 	}
 }
+
+// Fast failover when the news of the leader's end reaches the members at
+// different moments: a voter still following the dead leader refuses the
+// first candidate, then answers it again once it is told, and the candidate
+// does not count a refusal that names the leader it knows dead. Without
+// this the round is lost and the cluster waits a full election timeout.
+func TestFailoverSurvivesTheNewsArrivingLate(t *testing.T) {
+	t.Run("a voter answers a request it refused for a live leader once that leader is down", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			reason error
+			pre    bool
+		}{{"pre-vote after a lost connection", gen.ErrNoConnection, true}, {"vote after a real end", errCrashed, false}} {
+			t.Run(tc.name, func(t *testing.T) {
+				h := newAgreed(t, 2, withPreVote)
+				h.heartbeat(2, 1, h.stamp(), nil)
+				h.take()
+				h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: tc.pre})
+				require.False(t, lastVote(t, h.take()).Granted, "its leader is live")
+				assert.Equal(t, uint64(1), h.c.Term(), "a sticky refusal moves no term")
+				h.advance(time.Millisecond)
+				h.c.PeerDown(h.now, peerPID(2), tc.reason)
+				v := lastVote(t, h.take())
+				assert.True(t, v.Granted, "answered again once told")
+				assert.Equal(t, tc.pre, v.PreVote)
+				if !tc.pre {
+					assert.Equal(t, uint64(2), h.c.Term())
+					assert.Equal(t, procID(nodeName(3)), h.c.HardState().VotedFor)
+				}
+			})
+		}
+	})
+	t.Run("a refused request older than ElectionTimeoutMin is not answered again", func(t *testing.T) {
+		h := newAgreed(t, 2, withPreVote)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: true})
+		h.take()
+		h.advance(h.c.cfg.ElectionTimeoutMin)
+		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
+		assert.Empty(t, messagesOf[MessageVote](h.take()))
+	})
+	t.Run("a candidate does not count a refusal naming the leader it knows dead", func(t *testing.T) {
+		// A refused vote carries the voter's older term and is dropped as
+		// stale anyway; a refused pre-vote is what would end the round.
+		h := newAgreed(t, 2, withPreVote)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
+		h.take()
+		h.fire(TimerElection)
+		require.True(t, h.c.Status(h.now).PreVoting)
+		term := h.c.Term()
+		h.step(3, MessageVote{Header: hdr(3, term, h.stamp()), PreVote: true, Leader: procID(nodeName(2))})
+		assert.True(t, h.c.Status(h.now).PreVoting, "still asking: n3's real answer is to come")
+		h.step(3, MessageVote{Header: hdr(3, term+1, h.stamp()), PreVote: true, Granted: true})
+		assert.Equal(t, RoleCandidate, h.c.Role(), "the pre-vote won with n3's second answer")
+		assert.Equal(t, term+1, h.c.Term())
+	})
+	t.Run("in a cluster, members told late still elect in one round", func(t *testing.T) {
+		for _, reason := range []error{errCrashed, gen.ErrNoConnection} {
+			for seed := uint64(1); seed <= 20; seed++ {
+				nw := newNetwork(t, 5, seed, nil)
+				l := nw.settle(5 * time.Second)
+				nw.run(time.Second)
+				term := l.core.Term()
+				l.up = false
+				// Only the first in the order learns at once; the others
+				// are told one heartbeat later, after its requests reached
+				// them.
+				first := nw.nodes[nw.node(1).core.failoverOrder(l.name)[0]]
+				nw.input(first, func(c *Core, now time.Time) { c.PeerDown(now, l.pid, reason) })
+				nw.run(l.core.cfg.HeartbeatInterval)
+				for _, name := range nw.names {
+					if o := nw.nodes[name]; o.up && o != first {
+						nw.input(o, func(c *Core, now time.Time) { c.PeerDown(now, l.pid, reason) })
+					}
+				}
+				next := nw.settle(time.Second)
+				assert.Same(t, first, next, "%v, seed %d", reason, seed)
+				assert.Equal(t, term+1, next.core.Term(), "%v, seed %d: one round", reason, seed)
+			}
+		}
+	})
+}

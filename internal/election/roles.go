@@ -49,6 +49,7 @@ func (c *Core) recognise(leader gen.PID) {
 	if leader != (gen.PID{}) {
 		c.stats.leaderChanges++
 		c.stats.rounds = 0
+		c.deadLeader = ""
 	}
 }
 
