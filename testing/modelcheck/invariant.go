@@ -47,6 +47,26 @@ var OneLeaderPerTerm = Invariant{
 	},
 }
 
+// OneLeaderPerLineageAndTerm is election safety as the core promises it
+// whatever MinClusterSize (docs/membership.md): on the whole path, no two
+// member lives led one lineage at one term. Searches in which groups form
+// apart on purpose (a floor at or below half, disjoint Bootstrap lists)
+// check it instead of OneLeaderPerTerm, which they break by design.
+var OneLeaderPerLineageAndTerm = Invariant{
+	Name: "at most one leader per lineage and term",
+	Check: func(s *State) error {
+		for k := range s.leaders {
+			for j := k + 1; j < len(s.leaders) && s.leaders[j].Term == s.leaders[k].Term; j++ {
+				if a, b := s.leaders[k], s.leaders[j]; a.Lineage == b.Lineage {
+					return fmt.Errorf("%s#%d and %s#%d both led lineage %s at term %d",
+						name(a.Member), a.Life, name(b.Member), b.Life, a.Lineage, a.Term)
+				}
+			}
+		}
+		return nil
+	},
+}
+
 // TermsNeverDecrease is DESIGN.md invariant 5: a member's term never goes
 // below what it held before, within a life and, when restarts are durable,
 // across lives.

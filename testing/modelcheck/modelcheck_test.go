@@ -303,6 +303,32 @@ func TestFailingStorageKeepsEveryInvariant(t *testing.T) {
 	})
 }
 
+// Two clusters that formed apart (a floor of 2 of 4, Bootstrap lists of two
+// disjoint pairs) merge once n1 joins n3: the members of the lineage that
+// ranks lower ask the other cluster's leader to admit them. Two leaders of
+// one term lead two lineages here by design, so the search checks election
+// safety per lineage and term.
+func TestClustersFormedApartMergeAfterAJoin(t *testing.T) {
+	t.Parallel()
+	formed := then(met, Fire(0, election.TimerElection), Flush(), Fire(2, election.TimerElection), Flush())
+	cfg := Config{
+		Name:    "four members in two clusters {n1,n2} and {n3,n4} led at term 1, n1 joins n3, PreVote off, floor 2",
+		Members: 4, Bootstrap: [][]int{{1}, {0}, {3}, {2}}, MinClusterSize: 2, Durable: true,
+		Script: []Input{{Member: 0, Peer: 2}}, Prefix: then(formed, NextInput()), MaxDepth: 5,
+		Invariants: []Invariant{OneLeaderPerLineageAndTerm, TermsNeverDecrease, NoLeaderBelowMinClusterSize,
+			OneKeyOneMembership, ViewsThatCanElectIntersect},
+		Goals: []Goal{anyView("a view across both clusters", func(v election.View) bool { return has(v, 0) && has(v, 2) })},
+	}
+	keeps(t, cfg)
+	t.Run("one leader per term, whatever the lineage, reports the two clusters", func(t *testing.T) {
+		cfg.Invariants = Default()
+		res := run(t, cfg)
+		require.NotNil(t, res.Violation)
+		require.Empty(t, res.Violation.Path, "the prefix already made them")
+		require.Contains(t, res.Violation.Err.Error(), "n1#1 (lineage 1@n1@mc) and n3#1 (lineage 1@n3@mc) both led term 1")
+	})
+}
+
 // The checker has teeth: a shell that keeps nothing across restarts (no
 // durable state) lets a restarted member vote again in a term it voted in,
 // and the search finds two lives of n1 leading term 1. With n1 already
