@@ -159,15 +159,9 @@ func (s *State) actions(buf []Action) []Action {
 	return out
 }
 
-// step applies a and records the leaders it leaves standing. The caller
+// step applies a; drain has recorded the leaders it made. The caller
 // checks the invariants and then calls raiseFloors.
-func (s *State) step(a Action) error {
-	if err := s.apply(a); err != nil {
-		return err
-	}
-	s.observe()
-	return nil
-}
+func (s *State) step(a Action) error { return s.apply(a) }
 
 // apply carries a out on s, which must own nothing shared that a changes:
 // s is a fork made for this step.

@@ -54,6 +54,7 @@ func (s *State) drain(i int) {
 			s.send(i, out)
 		}
 	}
+	s.note(i)
 }
 
 // persist keeps hs as member m's stored state and reports whether the

@@ -250,27 +250,28 @@ func (s *State) Config() Config { return *s.cfg }
 // InFlight is the number of messages in flight.
 func (s *State) InFlight() int { return len(s.net) }
 
-// observe records in the path's history the leaders standing after a step
-// and the lineages held agreed, reading only the cores the step changed.
-func (s *State) observe() {
-	for i, m := range s.members {
-		if s.coreOwned&(1<<i) == 0 || m.core == nil {
-			continue
+// note records in the path's history whether member i, which just took
+// an input, leads the election, and the lineage it holds agreed. Drain
+// calls it after every input, so that a Flush, which feeds many, misses
+// nothing.
+func (s *State) note(i int) {
+	m := s.members[i]
+	if m.core == nil {
+		return
+	}
+	v, ok := m.core.View()
+	if !ok {
+		return
+	}
+	if v.Stamp.Agreed {
+		if at, found := slices.BinarySearchFunc(s.agreed, v.Stamp.Lineage, compareLineage); !found {
+			s.agreed = slices.Insert(slices.Clip(s.agreed), at, v.Stamp.Lineage)
 		}
-		v, ok := m.core.View()
-		if !ok {
-			continue
-		}
-		if v.Stamp.Agreed {
-			if at, found := slices.BinarySearchFunc(s.agreed, v.Stamp.Lineage, compareLineage); !found {
-				s.agreed = slices.Insert(slices.Clip(s.agreed), at, v.Stamp.Lineage)
-			}
-		}
-		if m.core.IsProtocolLeader() {
-			l := Leadership{Term: m.core.Term(), Member: i, Life: m.life, Lineage: v.Stamp.Lineage}
-			if at, found := slices.BinarySearchFunc(s.leaders, l, compareLeadership); !found {
-				s.leaders = slices.Insert(slices.Clip(s.leaders), at, l)
-			}
+	}
+	if m.core.IsProtocolLeader() {
+		l := Leadership{Term: m.core.Term(), Member: i, Life: m.life, Lineage: v.Stamp.Lineage}
+		if at, found := slices.BinarySearchFunc(s.leaders, l, compareLeadership); !found {
+			s.leaders = slices.Insert(slices.Clip(s.leaders), at, l)
 		}
 	}
 }
