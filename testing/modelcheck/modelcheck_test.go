@@ -232,14 +232,15 @@ func TestFloorOfOneWithLostConnectionsFormsOneCluster(t *testing.T) {
 }
 
 // Nested lists once diverged when a restarted member forgot the members it
-// had discovered; the view it now restarts with is the one it persisted.
+// had discovered; now a formation needs a majority of every set its voters
+// report, and a member restarts with the view it persisted.
 func TestNestedListsWithARestartKeepOneView(t *testing.T) {
 	t.Parallel()
 	keeps(t, Config{
-		Name:    "four members with nested lists (n1 and n2 know n1 to n3), led by n1, PreVote off, floor 2 (half), with a durable crash",
+		Name:    "four members with nested lists (n1 and n2 know n1 to n3) that have met, PreVote off, floor 2 (half), with a durable crash",
 		Members: 4, Bootstrap: [][]int{{0, 1, 2}, {0, 1, 2}, nil, nil}, MinClusterSize: 2, Durable: true, Crashes: 1,
-		Prefix: ledByN1, MaxDepth: 4, Invariants: withViews(),
-		Goals: []Goal{{Name: "a member restarted", Reached: func(s *State) bool {
+		Prefix: met, NoProbes: true, MaxDepth: 5, Invariants: withViews(),
+		Goals: []Goal{formationWon, {Name: "a member restarted", Reached: func(s *State) bool {
 			return slices.ContainsFunc([]int{0, 1, 2, 3}, func(i int) bool { return s.Life(i) > 1 })
 		}}},
 	})
