@@ -319,9 +319,13 @@ var ViewsThatCanElectIntersect = QuorumIntersection(LatestView, CanBothWin)
 // different keys could both elect in one term, given every member's view
 // (held, by member; nil for none): each must still be able to win a
 // regular election (R3), that is, a majority of its members must hold views
-// that grant it (Grants). A member's view only moves forward, so a view
-// that cannot win now could win later only if a voter forgot its view,
-// which durable state rules out. Views of different lineages are different
+// that grant it (Grants). Whom a voter grants only narrows as its view moves
+// on: its key grows within a lineage, the agreed flag is never cleared, and
+// a member holding an agreed view switches only to another agreed lineage,
+// whose holders grant nothing of this one. So a view that cannot win now
+// could win later only if a voter forgot its view, which durable state
+// rules out (Reform, which the checker never calls, breaks it on purpose).
+// Views of different lineages are different
 // clusters: OneAgreedLineage is the rule for them. Views not agreed elect
 // only in a formation, whose safety rests on MinClusterSize instead
 // (OneAgreedLineage, OneLeaderPerTerm).
