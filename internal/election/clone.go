@@ -41,7 +41,35 @@ func (c *Core) Clone(r *rand.Rand) *Core {
 	n.ready = c.ready.clone()
 	n.lastGranted = slices.Clone(c.lastGranted)
 	n.stats.dropped = maps.Clone(c.stats.dropped)
+	n.deferred = c.deferred.clone()
 	return &n
+}
+
+func (d *deferredRequest) clone() *deferredRequest {
+	if d == nil {
+		return nil
+	}
+	n := *d
+	n.msg.Declared = slices.Clone(d.msg.Declared)
+	return &n
+}
+
+// appendKey encodes the kept request when answerDeferred would still answer
+// it at now; an expired one is as good as none.
+func (d *deferredRequest) appendKey(b []byte, cfg Config, now time.Time) []byte {
+	live := d != nil && now.Sub(d.at) < cfg.ElectionTimeoutMin
+	b = appendBools(b, live)
+	if !live {
+		return b
+	}
+	m := d.msg
+	b = appendPID(b, d.from)
+	b = binary.AppendUvarint(b, m.Term)
+	b = appendProcessID(b, m.From)
+	b = binary.AppendVarint(b, m.Started)
+	b = appendStamp(b, m.View)
+	b = appendBools(b, m.PreVote, m.Transfer)
+	return appendMembers(b, m.Declared)
 }
 
 func (t peerTable) clone() peerTable {
@@ -134,6 +162,8 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = appendNodes(b, slices.Sorted(maps.Keys(c.removals)))
 	b = c.camp.appendKey(b)
 	b = c.lead.appendKey(b, c.peers)
+	b = appendString(b, string(c.deadLeader))
+	b = c.deferred.appendKey(b, c.cfg, now)
 	return c.handover.appendKey(b, c.cfg, now)
 }
 
