@@ -133,3 +133,22 @@ func TestReviewReformOnAMemberHeldByItsHostCell(t *testing.T) {
 		assert.Equal(t, h.c.Term(), v.Stamp.Key.Term, "the re-formed view is stamped with a term this member never reached")
 	}
 }
+
+// The precondition of leader's TestReviewDownOfARemonitoredPIDIsSwallowed,
+// from the core as it is: a peer outside the view (a newcomer not admitted
+// yet, a member removed while one-way cut off from the leader) that falls
+// silent for GhostTTL is forgotten with Demonitor, and when it talks again
+// the same PID is monitored again. The shell then swallows its real down.
+// This passes: it documents that the sequence happens.
+func TestReviewCoreMonitorsAgainAPIDItDemonitored(t *testing.T) {
+	h := newAgreed(t, 2, withPreVote)
+	h.take()
+	stranger := peerPID(4)
+	h.step(4, MessageRequestVote{Header: hdr(4, 1, ViewStamp{}), PreVote: true})
+	require.Contains(t, effectsIn[Monitor](h.take()), Monitor{PID: stranger})
+	h.advance(h.c.cfg.GhostTTL + time.Millisecond)
+	h.fire(TimerElection)
+	require.Contains(t, effectsIn[Demonitor](h.take()), Demonitor{PID: stranger})
+	h.step(4, MessageRequestVote{Header: hdr(4, 1, ViewStamp{}), PreVote: true})
+	require.Contains(t, effectsIn[Monitor](h.take()), Monitor{PID: stranger})
+}
