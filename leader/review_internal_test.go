@@ -119,3 +119,38 @@ func TestReviewConfirmAskedAfterTheStateWriteFailed(t *testing.T) {
 		t.Log("HandleConfirmLeader was not called")
 	}
 }
+
+// Review finding: the runtime keeps one watch per watcher and target, so the
+// election's monitor of a member and a subscription's monitor of the same
+// PID are one watch. MessageUnsubscribe names its subscriber in the message,
+// not by its sender, and the shell demonitors it: unsubscribing a member's
+// PID (any process may send it, or an observer that passes the wrong PID)
+// silently removes the election's monitor of that member, whose end then
+// never reaches the core (no fast failover, no removal at once).
+func TestReviewUnsubscribeRemovesTheElectionsMonitor(t *testing.T) {
+	n, err := node.Start("review3@127.0.0.1", gen.NodeOptions{
+		Network: gen.NetworkOptions{Cookie: "review", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
+		Log:     gen.LogOptions{Level: gen.LogLevelError},
+	})
+	require.NoError(t, err)
+	defer n.Stop()
+	require.NoError(t, n.Network().RegisterTypes(NetworkTypes()))
+	pid, err := n.SpawnRegister("review", func() gen.ProcessBehavior { return &reviewMember{} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	member, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	unknownPeer := func() uint64 {
+		v, err := n.Call(pid, func(a *Actor) any { return a.core.Status(time.Now()).Dropped["unknown_peer"] })
+		require.NoError(t, err)
+		return v.(uint64)
+	}
+	before := unknownPeer()
+	_, err = n.Call(pid, func(a *Actor) any { return a.applyEffect(election.Monitor{PID: member}) == nil }) // the core watches a member
+	require.NoError(t, err)
+	require.NoError(t, n.Send(pid, MessageSubscribe{Subscriber: member}))
+	require.NoError(t, n.Send(pid, MessageUnsubscribe{Subscriber: member}))
+	unknownPeer() // both handled
+	require.NoError(t, n.Kill(member))
+	assert.Eventually(t, func() bool { return unknownPeer() > before }, 2*time.Second, 20*time.Millisecond,
+		"the member's end never reached the core: the unsubscription removed the election's monitor")
+}
