@@ -54,11 +54,7 @@ func TestReviewDownOfARemonitoredPIDIsSwallowed(t *testing.T) {
 	victim, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
 	require.NoError(t, err)
 
-	unknownPeer := func() uint64 {
-		v, err := n.Call(pid, func(a *Actor) any { return a.core.Status(time.Now()).Dropped["unknown_peer"] })
-		require.NoError(t, err)
-		return v.(uint64)
-	}
+	unknownPeer := func() uint64 { return reviewUnknownPeer(t, n, pid) }
 	before := unknownPeer()
 	_, err = n.Call(pid, func(a *Actor) any {
 		for _, e := range []election.Effect{election.Monitor{PID: victim}, election.Demonitor{PID: victim}, election.Monitor{PID: victim}} {
@@ -70,7 +66,7 @@ func TestReviewDownOfARemonitoredPIDIsSwallowed(t *testing.T) {
 	require.NoError(t, n.Kill(victim))
 	// The victim is no peer of the core, so a down that reaches the core is
 	// counted as unknown_peer; a swallowed one leaves no trace.
-	assert.Eventually(t, func() bool { return unknownPeer() > before }, 2*time.Second, 20*time.Millisecond,
+	assert.True(t, reviewWait(func() bool { return unknownPeer() > before }),
 		"the down of a PID monitored again after a demonitor never reached the core")
 }
 
@@ -139,11 +135,7 @@ func TestReviewUnsubscribeRemovesTheElectionsMonitor(t *testing.T) {
 	require.NoError(t, err)
 	member, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
 	require.NoError(t, err)
-	unknownPeer := func() uint64 {
-		v, err := n.Call(pid, func(a *Actor) any { return a.core.Status(time.Now()).Dropped["unknown_peer"] })
-		require.NoError(t, err)
-		return v.(uint64)
-	}
+	unknownPeer := func() uint64 { return reviewUnknownPeer(t, n, pid) }
 	before := unknownPeer()
 	_, err = n.Call(pid, func(a *Actor) any { return a.applyEffect(election.Monitor{PID: member}) == nil }) // the core watches a member
 	require.NoError(t, err)
@@ -151,6 +143,24 @@ func TestReviewUnsubscribeRemovesTheElectionsMonitor(t *testing.T) {
 	require.NoError(t, n.Send(pid, MessageUnsubscribe{Subscriber: member}))
 	unknownPeer() // both handled
 	require.NoError(t, n.Kill(member))
-	assert.Eventually(t, func() bool { return unknownPeer() > before }, 2*time.Second, 20*time.Millisecond,
+	assert.True(t, reviewWait(func() bool { return unknownPeer() > before }),
 		"the member's end never reached the core: the unsubscription removed the election's monitor")
+}
+
+// reviewUnknownPeer reads the core's unknown_peer drop count on its goroutine.
+func reviewUnknownPeer(t *testing.T, n gen.Node, pid gen.PID) uint64 {
+	t.Helper()
+	v, err := n.Call(pid, func(a *Actor) any { return a.core.Status(time.Now()).Dropped["unknown_peer"] })
+	require.NoError(t, err)
+	return v.(uint64)
+}
+
+// reviewWait polls cond on the test's goroutine for up to two seconds.
+func reviewWait(cond func() bool) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }
