@@ -115,12 +115,23 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 	now := time.Now()
 	switch e := effect.(type) {
 	case election.Confirm:
+		if !a.core.IsProtocolLeader() || a.core.Term() != e.Term {
+			// Asked before an input handled since (a state write that failed)
+			// ended that leadership: the core would drop the answer anyway.
+			return nil
+		}
 		granted, err := a.behavior.HandleConfirmLeader()
 		if err != nil {
 			a.Log().Warning("leader: HandleConfirmLeader failed at term %d, withholding leadership: %v", e.Term, err)
 		}
 		a.core.ConfirmResult(time.Now(), e.Term, granted, err)
 	case election.BecomeLeader:
+		if !a.core.IsLeader() || a.core.Term() != e.Term {
+			// Published, then ended by an input handled since (a state write
+			// that failed): HandleBecomeLeader must not start work the core
+			// already gave up; the BecomeFollower that input queued follows.
+			return nil
+		}
 		a.armReconfirm(e.Term)
 		if err := a.behavior.HandleBecomeLeader(); err != nil {
 			a.core.BecomeLeaderFailed(time.Now(), err)

@@ -85,6 +85,12 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 		c.drop(dropForeign) // a newer term this member did not take: an outsider
 		return
 	}
+	if p := c.peers.get(from.Node); p != nil && p.ended != "" && p.endedPID == from {
+		// Sent before its process ended, read after the down (the runtime
+		// hands downs over first): a dead process leads nothing.
+		c.drop(dropUnexpected)
+		return
+	}
 	sameLineage := c.view != nil && m.Header.View.Lineage == c.view.Stamp.Lineage
 	joins := m.View != nil && m.View.has(c.cfg.Self.Node) && (c.wouldSwitch(m.View.Stamp) || c.view == nil || !c.view.Stamp.Agreed)
 	if c.view != nil && !sameLineage && !joins {
