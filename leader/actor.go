@@ -32,7 +32,9 @@ type Actor struct {
 	// election timer kind; a stale firing is ignored by the core anyway.
 	timers map[election.TimerKind]gen.CancelFunc
 	// monitored is the set of peer PIDs this actor monitors for the election,
-	// so their down messages go to the core, not to HandleMessage.
+	// so their down messages go to the core, not to HandleMessage. The
+	// runtime keeps one watch per watcher and target, shared with
+	// subscribers: see watch and unwatch.
 	monitored map[gen.PID]struct{}
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
@@ -264,13 +266,13 @@ func (a *Actor) userMessage(m *gen.MailboxMessage) error {
 func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 	_, subscriber := a.subscribers[msg.PID]
 	delete(a.subscribers, msg.PID)
-	if _, gone := a.demonitored[msg.PID]; gone {
-		// A down already queued when the election demonitored the PID.
-		delete(a.demonitored, msg.PID)
-		return true
-	}
-	if _, member := a.monitored[msg.PID]; !member {
-		return subscriber
+	_, member := a.monitored[msg.PID]
+	_, demonitored := a.demonitored[msg.PID]
+	delete(a.demonitored, msg.PID)
+	if !member {
+		// A down already queued when the election demonitored the PID is
+		// swallowed, not handed to the user.
+		return subscriber || demonitored
 	}
 	delete(a.monitored, msg.PID)
 	a.core.PeerDown(now, msg.PID, msg.Reason)

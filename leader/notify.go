@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -107,7 +106,7 @@ func (a *Actor) subscribe(sub gen.PID) {
 		return
 	}
 	if _, ok := a.subscribers[sub]; !ok {
-		if err := a.Monitor(sub); err != nil {
+		if err := a.watch(sub); err != nil {
 			a.Log().Warning("leader: subscriber %s is unreachable: %v", sub, err)
 			return
 		}
@@ -121,9 +120,7 @@ func (a *Actor) unsubscribe(sub gen.PID) {
 		return
 	}
 	delete(a.subscribers, sub)
-	if err := a.Demonitor(sub); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
-		a.Log().Warning("leader: demonitoring subscriber %s: %v", sub, err)
-	}
+	a.unwatch(sub, "subscriber")
 }
 
 // controlRequest is a Call the shell answers itself, before HandleCall: the

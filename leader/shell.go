@@ -154,9 +154,7 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 				clear(a.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
 			}
 			a.demonitored[e.PID] = struct{}{}
-			if err := a.Demonitor(e.PID); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
-				a.Log().Warning("leader: demonitoring %s: %v", e.PID, err)
-			}
+			a.unwatch(e.PID, "member")
 		}
 	case election.RoleChanged:
 		switch {
@@ -185,10 +183,11 @@ func (a *Actor) monitor(now time.Time, pid gen.PID) {
 	if _, ok := a.monitored[pid]; ok {
 		return
 	}
-	err := a.Monitor(pid)
+	err := a.watch(pid)
 	switch {
 	case err == nil:
 		a.monitored[pid] = struct{}{}
+		delete(a.demonitored, pid) // its down, whenever it comes, is real
 	case errors.Is(err, gen.ErrNoConnection):
 		a.core.PeerDown(now, pid, gen.ErrNoConnection)
 	case errors.Is(err, gen.ErrProcessUnknown), errors.Is(err, gen.ErrProcessTerminated):
@@ -262,6 +261,35 @@ func (a *Actor) reconfirm(t reconfirmTick) {
 	if a.core.IsLeader() {
 		a.armReconfirm(t.term)
 	}
+}
+
+// watch monitors pid unless this actor already does, for the election or a
+// subscription: the runtime keeps one watch per watcher and target, so both
+// purposes share it. Call it before recording the new purpose.
+func (a *Actor) watch(pid gen.PID) error {
+	if a.watching(pid) {
+		return nil
+	}
+	return a.Monitor(pid)
+}
+
+// unwatch removes the runtime's watch of pid once neither the election nor a
+// subscription needs it. Call it after forgetting the purpose; why names it
+// in the log.
+func (a *Actor) unwatch(pid gen.PID, why string) {
+	if a.watching(pid) {
+		return
+	}
+	if err := a.Demonitor(pid); err != nil && !errors.Is(err, gen.ErrProcessUnknown) && !errors.Is(err, gen.ErrNoConnection) {
+		a.Log().Warning("leader: demonitoring %s %s: %v", why, pid, err)
+	}
+}
+
+// watching reports whether the election or a subscription watches pid.
+func (a *Actor) watching(pid gen.PID) bool {
+	_, member := a.monitored[pid]
+	_, subscriber := a.subscribers[pid]
+	return member || subscriber
 }
 
 // maxDemonitored bounds the set of demonitored PIDs whose downs are swallowed.

@@ -27,12 +27,19 @@ type campaign struct {
 	newest *View
 }
 
-// mayCampaign reports whether this member may start an election: it is not
-// stopped or held back, its term can still grow, and it either belongs to an
-// agreed view (a regular election) or may take part in a formation.
-func (c *Core) mayCampaign() bool {
+// mayCampaign reports whether this member may start an election of its own
+// accord: it is not held back by its host's cell, and mayCampaignDirected.
+func (c *Core) mayCampaign() bool { return !c.campaignHeld && c.mayCampaignDirected() }
+
+// mayCampaignDirected reports whether this member may campaign when it is
+// asked to (a leader handing over, an operator re-forming the view): it is
+// not stopped, its term can still grow, and it either belongs to an agreed
+// view (a regular election) or may take part in a formation. The same-host
+// hold does not apply: it keeps a host's members from racing each other,
+// and a directed campaign has one candidate by design.
+func (c *Core) mayCampaignDirected() bool {
 	switch {
-	case c.fatal != nil, c.storageErr != nil, c.campaignHeld, c.term >= lastTerm:
+	case c.fatal != nil, c.storageErr != nil, c.term >= lastTerm:
 		return false
 	case c.view != nil && c.view.Stamp.Agreed:
 		return c.inView()
@@ -96,7 +103,7 @@ func (c *Core) onElectionTimeout(now time.Time) {
 // campaign becomes candidate at the next term, votes for itself and asks for
 // votes.
 func (c *Core) campaign(now time.Time, transfer bool) {
-	if !c.mayCampaign() {
+	if !c.mayCampaign() && !(transfer && c.mayCampaignDirected()) {
 		return
 	}
 	c.setTerm(now, c.term+1)

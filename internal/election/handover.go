@@ -127,7 +127,7 @@ func (c *Core) transferLeadership(now time.Time, to gen.Atom) error {
 
 // onTimeoutNow campaigns at once for a leader handing over to this member.
 func (c *Core) onTimeoutNow(now time.Time, m MessageTimeoutNow) {
-	if m.Term != c.term || c.role == RoleLeader || !c.agreed() || !c.mayCampaign() {
+	if m.Term != c.term || c.role == RoleLeader || !c.agreed() || !c.mayCampaignDirected() {
 		c.drop(dropUnexpected)
 		return
 	}

@@ -100,3 +100,43 @@ func TestHandoverRefusalsAndStrayTimeoutNow(t *testing.T) {
 		assert.True(t, h.c.IsLeader())
 	})
 }
+
+// Handover and the same-host shortcut: a member whose host's cell another
+// process holds does not start elections of its own accord, but a leader
+// handing over to it (MessageTimeoutNow) is a directed campaign with one
+// candidate, so it takes over; were it to drop the request, the leader would
+// step down for nothing and the cluster wait an election timeout. Found by
+// the adversarial review.
+func TestHandoverReachesAMemberHeldByItsHostCell(t *testing.T) {
+	nw, l := settledLeader(t, 5, 21, withPreVote)
+	target := nw.other(l)
+	nw.input(target, func(c *Core, now time.Time) { c.SetCampaign(now, false) }) // a host-mate holds the cell
+	start := nw.now
+	nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.TransferLeadership(now, target.name)) })
+	nw.flush()
+	assert.True(t, target.core.IsLeader(), "the handover target did not take over: %v", nw.roles())
+	nw.runUntil("a leader", 5*time.Second, func() bool { return len(nw.leaders()) == 1 })
+	assert.Less(t, nw.now.Sub(start), l.core.cfg.ElectionTimeoutMin, "leaderless for %s after a handover that reported success", nw.now.Sub(start))
+}
+
+// The preferred leader held by its host's cell: preferred handovers to it
+// succeed, and it leads, with the cluster never leaderless meanwhile.
+func TestPreferredMemberHeldByItsHostCellLeads(t *testing.T) {
+	nw := newNetwork(t, 5, 22, func(c *Config) {
+		c.DisablePreVote = false
+		c.Prefer = Preference{Kind: PreferHighestID}
+	})
+	best := nw.node(5)
+	nw.input(best, func(c *Core, now time.Time) { c.SetCampaign(now, false) })
+	nw.settle(5 * time.Second)
+	var leaderless time.Duration
+	for range 6000 { // one minute
+		nw.run(10 * time.Millisecond)
+		if len(nw.leaders()) == 0 {
+			leaderless += 10 * time.Millisecond
+		}
+	}
+	assert.Zero(t, leaderless, "leaderless for a while: %v", nw.roles())
+	assert.True(t, best.core.IsLeader(), "the preferred member leads: %v", nw.roles())
+	assert.Zero(t, best.core.Status(nw.now).FailedHandovers)
+}

@@ -277,3 +277,63 @@ func TestFailoverSurvivesTheNewsArrivingLate(t *testing.T) {
 		}
 	})
 }
+
+// Fast failover: a dead process leads nothing. The runtime hands a monitor's
+// down over before ordinary messages, so the down of a leader that ended
+// right after a heartbeat is read first; that heartbeat must not make the
+// dead process the live leader again (stickiness back for
+// ElectionTimeoutMin, the failover timer replaced by a full timeout, the
+// first candidate refused for good). Found by the adversarial review.
+func TestHeartbeatReadAfterItsLeadersEndIsDropped(t *testing.T) {
+	h := newAgreed(t, 2, withPreVote)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	h.take()
+	// n2's process ends; its down reaches n1 before the heartbeat n2 sent
+	// just before, still queued in n1's Main queue.
+	h.advance(time.Millisecond)
+	h.c.PeerDown(h.now, peerPID(2), errCrashed)
+	h.take()
+	require.True(t, h.c.Leader().Node == "", "the down makes n1 forget its leader")
+	h.heartbeat(2, 1, h.stamp(), nil) // the heartbeat sent before the end
+	h.take()
+	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropUnexpected], "counted")
+	assert.Equal(t, "", string(h.c.Leader().Node), "n1 does not follow a leader whose process it knows ended")
+	// n3 campaigns at once (it learnt of the end first): n1 should grant.
+	h.advance(time.Millisecond)
+	h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp())})
+	assert.True(t, lastVote(t, h.take()).Granted, "n1 grants n3, not refusing it for a dead leader")
+}
+
+// Fast failover, in a cluster: whether the leader's last heartbeats are read
+// before or after its members learn of its end, a new leader comes within a
+// few heartbeat steps, below any election timeout.
+func TestFailoverWhenTheDownOvertakesTheLastHeartbeat(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		for _, overtake := range []bool{false, true} {
+			nw, l := settledLeader(t, 5, seed, withPreVote)
+			nw.run(time.Second)
+			// Fire the leader's heartbeat tick; its heartbeats are queued, not delivered.
+			a, ok := l.timers[TimerHeartbeat]
+			require.True(t, ok)
+			nw.fire(l, a)
+			require.NotEmpty(t, nw.queue)
+			if !overtake {
+				nw.flush() // the heartbeats first, as FIFO would have it
+			}
+			start := nw.now
+			nw.crash(l, errCrashed) // every member is told now
+			var took time.Duration
+			nw.runUntil("a leader", 5*time.Second, func() bool {
+				for _, name := range nw.names {
+					if sn := nw.nodes[name]; sn.up && sn.core.IsProtocolLeader() {
+						took = nw.now.Sub(start)
+						return true
+					}
+				}
+				return false
+			})
+			t.Logf("seed %d overtake=%v: protocol leader after %s", seed, overtake, took)
+			assert.Less(t, took, l.core.cfg.ElectionTimeoutMin, "seed %d overtake=%v: a new leader only after %s", seed, overtake, took)
+		}
+	}
+}

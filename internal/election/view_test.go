@@ -519,3 +519,22 @@ func TestFollowerSwitchesToAnOutrankingClusterThatAdmitsIt(t *testing.T) {
 		assert.Equal(t, peerPID(2), h.c.Leader())
 	})
 }
+
+// Reform and the same-host shortcut: an operator's re-form of a member whose
+// host's cell another process holds campaigns at once, like a handover: the
+// re-formed view is stamped with the term it campaigns at.
+func TestReformCampaignsOnAMemberHeldByItsHostCell(t *testing.T) {
+	h := newAgreed(t, 4, withPreVote)
+	h.step(2, MessageHeartbeatAck{Header: hdr(2, 1, h.stamp())})
+	h.take()
+	h.c.SetCampaign(h.now, false)
+	h.take()
+	term := h.c.Term()
+	v, err := h.c.Reform(h.now)
+	require.NoError(t, err)
+	rd := h.take()
+	assert.Equal(t, term+1, h.c.Term(), "campaigned")
+	assert.Equal(t, h.c.Term(), v.Stamp.Key.Term)
+	require.Len(t, messagesOf[MessageRequestVote](rd), 1, "asked n2, the one member heard lately")
+	assert.Equal(t, peerPID(2), messagesOf[MessageRequestVote](rd)[0].To)
+}
