@@ -197,6 +197,18 @@ func (c *Core) SetCampaign(now time.Time, allowed bool) {
 	c.publish(now)
 }
 
+// ElectionDue is when the election timer is due as the core sees it now, and
+// whether it is armed. A heartbeat from the leader moves it later without a
+// TimerOp (a firing before it re-arms for the rest), so a shell that checks
+// it after each input can hold the firing until then instead of waking the
+// core early. Firing at the armed TimerOp's time is correct too.
+func (c *Core) ElectionDue() (time.Time, bool) {
+	if !c.timers[TimerElection].armed {
+		return time.Time{}, false
+	}
+	return c.electionStart.Add(c.electionWait), true
+}
+
 // HasReady reports whether Ready has anything to do.
 func (c *Core) HasReady() bool { return c.hasReady() }
 
