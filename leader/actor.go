@@ -28,9 +28,30 @@ type Actor struct {
 	core     *election.Core
 	options  Options
 
-	// timers holds the cancel function of the armed runtime timer of each
-	// election timer kind; a stale firing is ignored by the core anyway.
-	timers map[election.TimerKind]gen.CancelFunc
+	// timers is the shell's side of each election timer kind (timers.go),
+	// timerOwner what their callbacks know of this actor.
+	timers     [timerKinds]shellTimer
+	timerOwner *timerOwner
+	// share is what this actor shares with the other leader actors of its
+	// node: the heartbeat coalescer (coalescer.go). coalesce is false when
+	// Options.DisableHeartbeatCoalescing is set; the share exists anyway.
+	share    *nodeShare
+	coalesce bool
+	linger   time.Duration
+	// inbox holds the acknowledgements the coalescer keeps for this
+	// member's next wake-up while it leads (coalescer.go, rule 4);
+	// lastInput is the latest time a message was stepped at, so that held
+	// ones are never stepped at an earlier time.
+	inbox     inbox
+	lastInput time.Time
+	// observeStep, when set (by this package's tests only), sees every
+	// protocol message as the core is given it, and every timer firing (an
+	// election.Timer from the actor itself).
+	observeStep func(now time.Time, from gen.PID, msg any)
+	// onTick is true while the member handles its own heartbeat tick, and
+	// onCoalesced while it steps heartbeats that arrived coalesced: what
+	// those produce is what the coalescer carries.
+	onTick, onCoalesced bool
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
@@ -65,12 +86,6 @@ type Actor struct {
 	reported *transitionState
 }
 
-// electionTimer is what a fired election timer looks like in the mailbox. It
-// is sent only to self, so it never crosses the network.
-type electionTimer struct {
-	timer election.Timer
-}
-
 // ProcessInit binds the actor to its process, calls Init, validates and
 // applies the Options. It refuses to start when the wire types are not
 // registered on the node or the actor has no registered name.
@@ -81,7 +96,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.Process = process
 	a.behavior = b
-	a.timers = make(map[election.TimerKind]gen.CancelFunc)
+	a.initTimers()
 	a.monitored = make(map[gen.PID]struct{})
 	a.demonitored = make(map[gen.PID]struct{})
 	a.subscribers = make(map[gen.PID]struct{})
@@ -118,10 +133,13 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		}
 	}
 	a.options = options
-	if err := register(process.PID(), options.ClusterID); err != nil {
+	if a.share, err = register(process, options.ClusterID); err != nil {
 		return err
 	}
 	a.registered = true
+	a.coalesce = !options.DisableHeartbeatCoalescing
+	a.linger = lingerFor(cfg.HeartbeatInterval)
+	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {
 		a.unregister()
@@ -189,9 +207,7 @@ func (a *Actor) ProcessTerminate(reason error) {
 			}
 		}
 	}
-	for _, cancel := range a.timers {
-		cancel()
-	}
+	a.stopTimers()
 	a.stopReconfirm()
 	a.unregister()
 	if a.sameHost != nil {
@@ -203,6 +219,9 @@ func (a *Actor) ProcessTerminate(reason error) {
 }
 
 func (a *Actor) handle(m *gen.MailboxMessage) error {
+	if err := a.stepHeld(); err != nil {
+		return err
+	}
 	switch m.Type {
 	case gen.MailboxMessageTypeRequest:
 		return a.handleCall(m)
@@ -216,16 +235,38 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 		return nil
 	}
 	now := time.Now()
+	a.lastInput = now
 	self := m.From == a.PID()
 	switch msg := m.Message.(type) {
-	case electionTimer:
-		if !self {
+	case timerFired:
+		if m.From.Node != a.PID().Node {
 			return a.userMessage(m)
 		}
-		a.core.Tick(now, msg.timer)
+		t, due := a.onTimerFired(now, msg)
+		if !due {
+			return nil
+		}
+		if a.observeStep != nil {
+			a.observeStep(now, a.PID(), t)
+		}
+		a.onTick = t.Kind == election.TimerHeartbeat
+		a.core.Tick(now, t)
+		a.flush()
+		a.onTick = false
+		return a.takeFatal()
+	case coalescedIn:
+		if m.From.Node != a.PID().Node {
+			return a.userMessage(m)
+		}
+		return a.stepCoalesced(now, msg)
+	case coalescedFailed:
+		if m.From.Node != a.PID().Node {
+			return a.userMessage(m)
+		}
+		a.core.SendFailed(now, msg.node, msg.err)
 	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
 		election.MessageHeartbeatAck, election.MessageTimeoutNow, election.MessageMembership:
-		a.core.Step(now, m.From, msg)
+		a.step(now, m.From, msg)
 	case reconfirmTick:
 		if !self || a.options.ConfirmInterval <= 0 {
 			return a.userMessage(m)
@@ -249,6 +290,14 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	}
 	a.flush()
 	return a.takeFatal()
+}
+
+// step gives the core one protocol message.
+func (a *Actor) step(now time.Time, from gen.PID, msg any) {
+	if a.observeStep != nil {
+		a.observeStep(now, from, msg)
+	}
+	a.core.Step(now, from, msg)
 }
 
 // userMessage hands a message to HandleMessage. A callback the user's code

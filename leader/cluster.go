@@ -50,11 +50,14 @@ type MemberReading struct {
 	// Network is the answering node's network counters: connections,
 	// rejected handshakes and dropped frames by reason.
 	Network gen.NetworkStats
+	// Coalescer is the answering node's heartbeat coalescer counters.
+	Coalescer CoalescerStats
 }
 
 func (r MessageMembersRequest) answer(a *Actor) (any, error) {
 	// The sender is not known here, so the user's HandleInspect sees a zero PID.
-	return MemberReading{PID: a.PID(), Members: a.members(), Inspection: a.inspect(gen.PID{}, r.Items), Network: a.Node().Network().Stats()}, nil
+	return MemberReading{PID: a.PID(), Members: a.members(), Inspection: a.inspect(gen.PID{}, r.Items), Network: a.Node().Network().Stats(),
+		Coalescer: a.share.coal.Stats()}, nil
 }
 
 // ReadMember asks the leader actor at target (a gen.PID, or a gen.ProcessID

@@ -139,18 +139,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:election_timeout_max", func(s election.Status, _ time.Time) string { return s.ElectionTimeoutMax.String() }},
 	{"ergo:heartbeat_interval", func(s election.Status, _ time.Time) string { return s.HeartbeatInterval.String() }},
 	// Problems.
-	{"ergo:dropped_by_reason", func(s election.Status, _ time.Time) string {
-		reasons := make([]string, 0, len(s.Dropped))
-		for r := range s.Dropped {
-			reasons = append(reasons, r)
-		}
-		slices.Sort(reasons)
-		out := make([]string, 0, len(reasons))
-		for _, r := range reasons {
-			out = append(out, fmt.Sprintf("%s=%d", r, s.Dropped[r]))
-		}
-		return strings.Join(out, ", ")
-	}},
+	{"ergo:dropped_by_reason", func(s election.Status, _ time.Time) string { return formatCounts(s.Dropped) }},
 	{"ergo:send_failing_peers", func(s election.Status, _ time.Time) string { return joinAtoms(s.SendFailingPeers) }},
 	{"ergo:confirm_denied", func(s election.Status, _ time.Time) string { return strconv.FormatUint(s.ConfirmDenied, 10) }},
 	{"ergo:storage_error", func(s election.Status, _ time.Time) string { return errString(s.StorageError) }},
@@ -186,6 +175,22 @@ var actorKeys = []actorKey{
 		return a.sameHost.describe()
 	}},
 	{"ergo:subscribers", func(a *Actor) string { return strconv.Itoa(len(a.subscribers)) }},
+	{"ergo:heartbeat_coalescing", func(a *Actor) string {
+		if a.coalesce {
+			return "on"
+		}
+		return "off"
+	}},
+	{"ergo:coalescer", func(a *Actor) string { return formatCoalescer(a.share.coal.Stats()) }},
+	{"ergo:coalescer_dropped", func(a *Actor) string { return formatCounts(a.share.coal.Stats().Dropped) }},
+	{"ergo:runtime_timers", func(a *Actor) string { return strconv.FormatUint(a.timerOwner.armed.Load(), 10) }},
+}
+
+// formatCoalescer renders the node's coalescer counters for ergo:coalescer
+// (the drops have a key of their own).
+func formatCoalescer(s CoalescerStats) string {
+	return fmt.Sprintf("running=%t frames_out=%d entries_out=%d flushes=%d failed_frames=%d frames_in=%d entries_in=%d deliveries=%d held=%d",
+		s.Running, s.FramesOut, s.EntriesOut, s.Flushes, s.FailedFrames, s.FramesIn, s.EntriesIn, s.Deliveries, s.Held)
 }
 
 // InspectKeys returns the names of every election inspection key, in the order
@@ -237,6 +242,21 @@ func (a *Actor) inspect(from gen.PID, items []string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// formatCounts renders counts by reason as "reason=count, reason=count",
+// reasons sorted.
+func formatCounts(counts map[string]uint64) string {
+	reasons := make([]string, 0, len(counts))
+	for r := range counts {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	out := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		out = append(out, fmt.Sprintf("%s=%d", r, counts[r]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func pidString(pid gen.PID) string {

@@ -83,6 +83,17 @@ type Options struct {
 	// ElectionTimeoutMax.
 	PreferStableFor int
 
+	// DisableHeartbeatCoalescing makes this member send its heartbeats and
+	// acknowledgements directly, one frame each. By default (a Regent
+	// extension) the steady heartbeats of every cluster whose members sit on
+	// the same two nodes travel in one frame per tick, gathered by a
+	// coalescer process each node runs (CoalescerName); votes, handovers,
+	// view changes and the first heartbeats of a leadership always go
+	// direct. Members with and without it interoperate; every node must run
+	// a Regent version that has the coalescer (docs/operations.md, Many
+	// clusters on one machine).
+	DisableHeartbeatCoalescing bool
+
 	// ConfirmInterval, when positive, makes a leader consult
 	// HandleConfirmLeader again every ConfirmInterval ms and step down on a
 	// denial, so an external lease lost mid-term ends leadership. Off (0) by

@@ -96,6 +96,16 @@ type Inspection struct {
 	SameHost            SameHostCell
 	Subscribers         int
 
+	// HeartbeatCoalescing is ergo:heartbeat_coalescing: this member's
+	// steady heartbeats travel through its node's coalescer.
+	HeartbeatCoalescing bool
+	// Coalescer is the member's node's coalescer, from ergo:coalescer and
+	// ergo:coalescer_dropped.
+	Coalescer CoalescerStats
+	// RuntimeTimers counts the runtime timers the member armed for its
+	// election timers (ergo:runtime_timers).
+	RuntimeTimers uint64
+
 	// Raw is the map the inspection was parsed from, the user's keys and any
 	// key this version does not know included.
 	Raw map[string]string
@@ -201,6 +211,24 @@ var inspectionFields = map[string]inspectionField{
 	"ergo:started_at":            momentField(func(in *Inspection) *Moment { return &in.StartedAt }),
 	"ergo:same_host":             parseSameHost,
 	"ergo:subscribers":           intField(func(in *Inspection) *int { return &in.Subscribers }),
+	"ergo:heartbeat_coalescing": func(in *Inspection, v string) error {
+		switch v {
+		case "on", "off":
+			in.HeartbeatCoalescing = v == "on"
+			return nil
+		}
+		return fmt.Errorf("%q is neither on nor off", v)
+	},
+	"ergo:coalescer": parseCoalescer,
+	"ergo:coalescer_dropped": func(in *Inspection, v string) error {
+		return parseCounts(v, func(reason string, n uint64) {
+			if in.Coalescer.Dropped == nil {
+				in.Coalescer.Dropped = map[string]uint64{}
+			}
+			in.Coalescer.Dropped[reason] = n
+		})
+	},
+	"ergo:runtime_timers": uintField(func(in *Inspection) *uint64 { return &in.RuntimeTimers }),
 }
 
 // ParseInspection reads an inspection map. Unknown keys are kept in Raw
@@ -327,13 +355,46 @@ func parseUnreachable(in *Inspection, v string) error {
 
 // parseDropped parses "reason=count, reason=count".
 func parseDropped(in *Inspection, v string) error {
+	return parseCounts(v, func(reason string, n uint64) { in.Dropped[reason] = n })
+}
+
+// parseCounts parses "reason=count, reason=count", handing each pair to set.
+func parseCounts(v string, set func(reason string, n uint64)) error {
 	for _, s := range splitList(v) {
 		reason, count, ok := strings.Cut(s, "=")
 		n, err := strconv.ParseUint(count, 10, 64)
 		if !ok || err != nil {
 			return fmt.Errorf("%q is not reason=count", s)
 		}
-		in.Dropped[reason] = n
+		set(reason, n)
+	}
+	return nil
+}
+
+// parseCoalescer parses ergo:coalescer, "running=B frames_out=N ...".
+func parseCoalescer(in *Inspection, v string) error {
+	c := &in.Coalescer
+	counters := map[string]*uint64{
+		"frames_out": &c.FramesOut, "entries_out": &c.EntriesOut, "flushes": &c.Flushes, "failed_frames": &c.FailedFrames,
+		"frames_in": &c.FramesIn, "entries_in": &c.EntriesIn, "deliveries": &c.Deliveries, "held": &c.Held,
+	}
+	for _, word := range strings.Fields(v) {
+		key, value, ok := strings.Cut(word, "=")
+		if !ok {
+			return fmt.Errorf("%q is not key=value", word)
+		}
+		var err error
+		switch dst, known := counters[key]; {
+		case key == "running":
+			c.Running, err = strconv.ParseBool(value)
+		case known:
+			*dst, err = strconv.ParseUint(value, 10, 64)
+		default:
+			continue // a counter of a later version
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
 	}
 	return nil
 }

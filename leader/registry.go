@@ -1,8 +1,10 @@
 package leader
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -16,29 +18,86 @@ type registryKey struct {
 	cluster  string
 }
 
-// registry holds the leader actor of each cluster on each node. Two actors
-// with one ClusterID on one node would vote separately while the view counts
-// their node once, so the second is refused at start. Its lock guards the
-// map and nothing else; it is taken only at an actor's start and end.
+// nodeKey names one life of one node.
+type nodeKey struct {
+	node     gen.Atom
+	creation int64
+}
+
+// registry holds the leader actor of each cluster on each node, and what the
+// leader actors of each node life share. Two actors with one ClusterID on
+// one node would vote separately while the view counts their node once, so
+// the second is refused at start. Its lock guards byKey, nodes and every
+// nodeShare's members; it is taken at an actor's start and end and when a
+// coalescer process ends, and is held while a coalescer process is spawned
+// (whose Init takes no lock of ours). Lock order: registry, then the
+// runtime's own locks.
 var registry = struct {
 	sync.Mutex
 	byKey map[registryKey]gen.PID
-}{byKey: map[registryKey]gen.PID{}}
+	nodes map[nodeKey]*nodeShare
+}{byKey: map[registryKey]gen.PID{}, nodes: map[nodeKey]*nodeShare{}}
 
-// register claims cluster on pid's node for pid; errors wrap gen.ErrTaken.
-func register(pid gen.PID, cluster string) error {
+// nodeShare is what the leader actors of one node life share: the heartbeat
+// coalescer and its process. It lives while members is above zero.
+type nodeShare struct {
+	key     nodeKey
+	node    gen.Node
+	members int // leader actors registered on this node life; guarded by the registry lock
+	coal    *coalescer
+}
+
+// coalescerSpawnWait bounds how long a first member waits for the coalescer
+// process of a node's previous set of members to release the name.
+const coalescerSpawnWait = 5 * time.Second
+
+// register claims cluster on the node of process for it, and joins the
+// node's share, starting the coalescer process when this is the node's
+// first member. Errors wrap gen.ErrTaken when the cluster already has a
+// member on the node (or the coalescer's name stays taken).
+func register(process gen.Process, cluster string) (*nodeShare, error) {
+	pid := process.PID()
 	k := registryKey{node: pid.Node, creation: pid.Creation, cluster: cluster}
+	nk := nodeKey{node: pid.Node, creation: pid.Creation}
+	deadline := time.Now().Add(coalescerSpawnWait)
+	for {
+		share, err := tryRegister(process, k, nk)
+		if err == nil || !errors.Is(err, errCoalescerNameTaken) || time.Now().After(deadline) {
+			return share, err
+		}
+		// The coalescer of the node's previous members is still ending.
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var errCoalescerNameTaken = fmt.Errorf("leader: the heartbeat coalescer's name %s is taken: %w", CoalescerName, gen.ErrTaken)
+
+func tryRegister(process gen.Process, k registryKey, nk nodeKey) (*nodeShare, error) {
+	pid := process.PID()
 	registry.Lock()
 	defer registry.Unlock()
 	if other, ok := registry.byKey[k]; ok && other != pid {
-		return fmt.Errorf("leader: cluster %q already has a member on node %s (%s); one election actor per cluster per node: %w",
-			cluster, pid.Node, other, gen.ErrTaken)
+		return nil, fmt.Errorf("leader: cluster %q already has a member on node %s (%s); one election actor per cluster per node: %w",
+			k.cluster, pid.Node, other, gen.ErrTaken)
+	}
+	share := registry.nodes[nk]
+	if share == nil {
+		share = &nodeShare{key: nk, node: process.Node(), coal: newCoalescer(process.Node())}
+		if _, err := process.Node().SpawnRegister(CoalescerName, coalescerFactory(share), gen.ProcessOptions{}); err != nil {
+			if errors.Is(err, gen.ErrTaken) {
+				return nil, errCoalescerNameTaken
+			}
+			return nil, fmt.Errorf("leader: starting the heartbeat coalescer: %w", err)
+		}
+		registry.nodes[nk] = share
 	}
 	registry.byKey[k] = pid
-	return nil
+	share.members++
+	return share, nil
 }
 
-// unregister gives this actor's place back, once.
+// unregister gives this actor's place back, once; the node's last member
+// stops the coalescer process.
 func (a *Actor) unregister() {
 	if !a.registered {
 		return
@@ -46,9 +105,54 @@ func (a *Actor) unregister() {
 	a.registered = false
 	pid := a.PID()
 	k := registryKey{node: pid.Node, creation: pid.Creation, cluster: a.options.ClusterID}
+	share := a.share
+	share.coal.removeInbox(pid)
 	registry.Lock()
-	defer registry.Unlock()
 	if registry.byKey[k] == pid {
 		delete(registry.byKey, k)
 	}
+	share.members--
+	last := share.members == 0 && registry.nodes[share.key] == share
+	if last {
+		delete(registry.nodes, share.key)
+	}
+	registry.Unlock()
+	if !last {
+		return
+	}
+	share.coal.stop()
+	if cp := share.coal.pid.Load(); cp != nil {
+		// Kill, not a message: nothing of this share may run after it. A
+		// process already gone (the node stopping) is fine.
+		_ = share.node.Kill(*cp)
+	}
+}
+
+// coalescerEnded runs when the coalescer process ends. While the share is
+// current (members remain) and the node runs, the process is replaced: it
+// was killed or failed from outside, and peers must still reach the name.
+func (s *nodeShare) coalescerEnded(process gen.Process, reason error) {
+	s.coal.pid.Store(nil)
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.nodes[s.key] != s || !s.node.IsAlive() {
+		return
+	}
+	process.Log().Error("leader: the heartbeat coalescer ended (%v) while %d leader actors use it; starting another", reason, s.members)
+	if _, err := s.node.SpawnRegister(CoalescerName, coalescerFactory(s), gen.ProcessOptions{}); err != nil {
+		process.Log().Error("leader: restarting the heartbeat coalescer: %v; members send directly until their node restarts", err)
+	}
+}
+
+// ReadCoalescer returns the counters of node's heartbeat coalescer; Running is
+// false when no leader actor runs on node.
+func ReadCoalescer(node gen.Node) CoalescerStats {
+	nk := nodeKey{node: node.Name(), creation: node.Creation()}
+	registry.Lock()
+	share := registry.nodes[nk]
+	registry.Unlock()
+	if share == nil {
+		return CoalescerStats{Dropped: map[string]uint64{}}
+	}
+	return share.coal.Stats()
 }

@@ -17,11 +17,19 @@ func (a *Actor) flush() {
 	}
 	a.flushing = true
 	defer func() { a.flushing = false }()
+	// The core reports every change of role, term or recognised leader with
+	// an effect or a new HardState; without either there is nothing new to
+	// report.
+	changed := a.reported == nil
 	for a.fatal == nil && a.core.HasReady() {
 		rd := a.core.Ready()
+		changed = changed || rd.HardState != nil || len(rd.Effects) > 0
 		durable := a.persist(rd.HardState)
-		for _, op := range rd.Timers {
-			a.applyTimer(op)
+		if len(rd.Timers) > 0 {
+			now := time.Now()
+			for _, op := range rd.Timers {
+				a.applyTimer(now, op)
+			}
 		}
 		for _, effect := range rd.Effects {
 			if err := a.applyEffect(effect); err != nil {
@@ -37,7 +45,11 @@ func (a *Actor) flush() {
 		}
 	}
 	if a.fatal == nil {
-		a.reportTransition()
+		a.extendElection()
+		a.inbox.ticking.Store(a.timers[election.TimerHeartbeat].pending)
+		if changed {
+			a.reportTransition()
+		}
 		a.remindUnclustered()
 	}
 }
@@ -46,7 +58,7 @@ func (a *Actor) flush() {
 // unclustered has no leader: a member sitting below the floor says so at the
 // default log level rather than once, long ago.
 func (a *Actor) remindUnclustered() {
-	if a.core.Role() != election.RoleUnclustered {
+	if a.reported == nil || a.reported.role != election.RoleUnclustered {
 		a.unclusteredWarned = time.Time{}
 		return
 	}
@@ -87,28 +99,6 @@ func (a *Actor) persist(hs *election.HardState) bool {
 		a.core.StorageRecovered(now)
 	}
 	return true
-}
-
-func (a *Actor) applyTimer(op election.TimerOp) {
-	if cancel, ok := a.timers[op.Timer.Kind]; ok {
-		cancel()
-		delete(a.timers, op.Timer.Kind)
-	}
-	if op.Cancel {
-		return
-	}
-	cancel, err := a.SendAfter(a.PID(), electionTimer{timer: op.Timer}, op.After)
-	if err != nil {
-		// A local timer fails only when the process or its node is going
-		// away; otherwise the core would wait forever for it, so make that loud.
-		if errors.Is(err, gen.ErrNodeTerminated) || errors.Is(err, gen.ErrProcessTerminated) {
-			a.Log().Debug("leader: not arming the %s timer while terminating: %v", op.Timer.Kind, err)
-			return
-		}
-		a.Log().Error("leader: arming the %s timer: %v", op.Timer.Kind, err)
-		return
-	}
-	a.timers[op.Timer.Kind] = cancel
 }
 
 func (a *Actor) applyEffect(effect election.Effect) error {
@@ -198,8 +188,12 @@ func (a *Actor) monitor(now time.Time, pid gen.PID) {
 }
 
 // send delivers one of the core's messages, by PID when known, by name
-// otherwise, and reports a failure back to the core.
+// otherwise, and reports a failure back to the core. What the coalescer
+// carries (coalescer.go, rule 2) goes to its outbox instead.
 func (a *Actor) send(out election.Outbound) {
+	if a.coalesced(out) {
+		return
+	}
 	if err := a.sendTo(out.To, out.ToName, out.Message); err != nil {
 		node := out.ToName.Node
 		if out.To != (gen.PID{}) {
@@ -207,6 +201,79 @@ func (a *Actor) send(out election.Outbound) {
 		}
 		a.core.SendFailed(time.Now(), node, err)
 	}
+}
+
+// coalesced hands out to the node's coalescer when it is a heartbeat sent on
+// this member's tick without a view, or an acknowledgement of a heartbeat
+// that arrived coalesced, bound for another node; it reports whether it did.
+func (a *Actor) coalesced(out election.Outbound) bool {
+	if !a.coalesce || (!a.onTick && !a.onCoalesced) {
+		return false
+	}
+	self := a.PID()
+	r := CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: out.To.ID, ToCreation: out.To.Creation}
+	dest := out.To.Node
+	if out.To == (gen.PID{}) {
+		r.ToName, dest = out.ToName.Name, out.ToName.Node
+	}
+	if dest == self.Node {
+		return false
+	}
+	// The sender's node travels once, as the frame's (CoalescedRoute).
+	switch m := out.Message.(type) {
+	case election.MessageHeartbeat:
+		if a.onTick && m.View == nil && m.From.Node == self.Node {
+			m.From.Node = ""
+			return a.share.coal.enqueue(dest, &CoalescedHeartbeat{CoalescedRoute: r, Message: m}, nil, a.linger)
+		}
+	case election.MessageHeartbeatAck:
+		if a.onCoalesced && m.From.Node == self.Node {
+			m.From.Node = ""
+			return a.share.coal.enqueue(dest, nil, &CoalescedAck{CoalescedRoute: r, Message: m}, a.linger)
+		}
+	}
+	return false
+}
+
+// stepCoalesced steps a heartbeat or acknowledgement the coalescer
+// delivered, with the PID of the member that sent it, as if it had come
+// directly; what it answers goes back through the coalescer.
+func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
+	a.onCoalesced = true
+	if in.hb != nil {
+		a.step(now, in.from, *in.hb)
+	} else {
+		a.step(now, in.from, *in.ack)
+	}
+	a.flush()
+	a.onCoalesced = false
+	return a.takeFatal()
+}
+
+// stepHeld steps the acknowledgements the coalescer held for this leader
+// until it woke, each at the time it arrived and with its sender's PID, so
+// the core sees them as if they had been stepped then: every wake-up starts
+// here, so nothing was stepped since but what raced with the hold, and the
+// core's clock never runs back (an ack is stepped no earlier than the last
+// input).
+func (a *Actor) stepHeld() error {
+	held := a.inbox.take()
+	if len(held) == 0 {
+		return nil
+	}
+	defer a.inbox.giveBack(held)
+	for i := range held {
+		h := &held[i]
+		if h.at.After(a.lastInput) {
+			a.lastInput = h.at
+		}
+		a.step(a.lastInput, h.from, h.ack)
+		a.flush()
+		if err := a.takeFatal(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendTo sends message to a member by its PID when known, by name otherwise.

@@ -40,7 +40,7 @@ type (
 // Init refuses to start when they are not registered.
 func NetworkTypes() []any {
 	return append(election.NetworkTypes(), MessageSubscribe{}, MessageUnsubscribe{}, MessageLeaderChanged{},
-		MessageMembersRequest{}, MemberReading{}, MessageReformRequest{}, ReformResult{})
+		MessageMembersRequest{}, MemberReading{}, MessageReformRequest{}, ReformResult{}, MessageHeartbeatBatch{})
 }
 
 // ErrorTypes returns the sentinel errors the election sends over the wire:

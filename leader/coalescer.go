@@ -1,0 +1,433 @@
+package leader
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// The heartbeat coalescer. A process hosting many clusters over the same few
+// nodes would otherwise send one frame per heartbeat and per acknowledgement
+// and wake every leader once per acknowledgement; the coalescer sends the
+// steady heartbeats of every cluster whose members sit on two nodes in one
+// frame per tick, their acknowledgements in one frame back, and hands a
+// leader its acknowledgements when it wakes for its next tick. It lives
+// beside the election, not in it: the core still sees one heartbeat and one
+// acknowledgement per peer, stepped with the original sender's PID.
+//
+// The rules:
+//  1. Each node life has one coalescer, whose process is registered as
+//     CoalescerName, started by the first leader actor on the node and
+//     stopped with the last, whatever the actors' options, so peers can
+//     always reach it.
+//  2. What is coalesced: the heartbeats a leader sends on its own heartbeat
+//     tick without a view attached, and the acknowledgements of heartbeats
+//     that arrived coalesced, when the destination is on another node. All
+//     else goes direct and at once: votes, TimeoutNow, membership, a view
+//     change, the first heartbeats of a new leadership and their
+//     acknowledgements, so failover and handover pay no linger.
+//  3. Sender side: the member appends an entry to its node's outbox for the
+//     destination node (under coalescer.mu); the first entry into an empty
+//     outbox sets the outbox's timer for a linger (lingerFor), whose
+//     callback sends the entries as MessageHeartbeatBatch frames of at most
+//     maxBatchEntries to the destination's coalescer; a full outbox is sent
+//     at once by the member that filled it. A failed send reports
+//     SendFailed to every member whose entries it carried, as a direct send
+//     would.
+//  4. Receiver side: entries name no nodes: the sender is on the node the
+//     frame came from and the receiver on this one, so a node cannot speak
+//     for members of another; an entry whose message names a sender node is
+//     dropped. Every entry dropped is counted by reason. Heartbeats are delivered at
+//     once, one mailbox message per member per frame. An acknowledgement
+//     for a leader whose heartbeat timer is armed is held in the leader's
+//     inbox with its arrival time, without waking it: the leader steps what
+//     its inbox holds, each at its arrival time, first thing on every
+//     wake-up, so its next tick sees the same evidence as if each had been
+//     stepped on arrival, and the core sees its inputs in time order. Other
+//     acknowledgements are delivered at once. Deliveries to a process that
+//     is gone are counted, not logged.
+//  5. Heartbeat ticks are aligned on a per-node grid (timers.go), so the
+//     leaders of a node emit in one burst that one linger gathers, and the
+//     bursts of different nodes fall at different instants.
+//
+// Not guaranteed: a frame's sender node is the node its envelope names; the
+// runtime does not check it against the connection it came on.
+
+// CoalescerName is the registered name of every node's heartbeat coalescer.
+// Do not register a process of your own under it.
+const CoalescerName gen.Atom = "regent.heartbeat_coalescer"
+
+// MessageHeartbeatBatch carries the heartbeats and acknowledgements that
+// members on one node send to members on another, from coalescer to
+// coalescer. It is part of NetworkTypes; nothing else sends it.
+type MessageHeartbeatBatch struct {
+	Heartbeats []CoalescedHeartbeat
+	Acks       []CoalescedAck
+}
+
+// CoalescedRoute says who sent an entry of a MessageHeartbeatBatch and for
+// whom it is. Node names are not repeated: the sender is on the node the
+// frame comes from, the receiver on the node it goes to, and the message's
+// Header.From.Node travels empty and is restored on arrival.
+type CoalescedRoute struct {
+	// FromID and FromCreation are the sending member's PID on the frame's node.
+	FromID       uint64
+	FromCreation int64
+	// ToID and ToCreation are the receiving member's PID; ToID is 0 when it
+	// is addressed by ToName, its registered name.
+	ToID       uint64
+	ToCreation int64
+	ToName     gen.Atom
+}
+
+// from is the sender's PID, on node.
+func (r CoalescedRoute) from(node gen.Atom) gen.PID {
+	return gen.PID{Node: node, ID: r.FromID, Creation: r.FromCreation}
+}
+
+// CoalescedHeartbeat is one heartbeat of a MessageHeartbeatBatch.
+type CoalescedHeartbeat struct {
+	CoalescedRoute
+	Message MessageHeartbeat
+}
+
+// CoalescedAck is one acknowledgement of a MessageHeartbeatBatch.
+type CoalescedAck struct {
+	CoalescedRoute
+	Message MessageHeartbeatAck
+}
+
+// maxBatchEntries caps the entries of one frame (about 150 bytes each), well
+// below any sensible MaxFrameSize; a fuller outbox is flushed at once.
+const maxBatchEntries = 256
+
+// lingerFor is how long an outbox waits after its first entry before it is
+// flushed: a fiftieth of the heartbeat interval, between 200µs and 5ms.
+// A node's leaders fire on one grid instant; the linger covers the time
+// their goroutines take to run.
+func lingerFor(heartbeat time.Duration) time.Duration {
+	return min(max(heartbeat/50, 200*time.Microsecond), 5*time.Millisecond)
+}
+
+// Reasons a coalescer drops an entry or a message, as CoalescerStats.Dropped
+// counts them.
+const (
+	// dropForeignSender: the entry's message names a sender node, which a
+	// coalescer never sends: only the frame says where the sender is.
+	dropForeignSender = "foreign_sender"
+	// dropMalformedEntry: an entry with no sender or no address.
+	dropMalformedEntry = "malformed_entry"
+	// dropLocalBatch: a batch from this very node; members here are sent to directly.
+	dropLocalBatch = "local_batch"
+	// dropGone: the member it is for has ended.
+	dropGone = "gone"
+	// dropUnexpectedMessage: a message the coalescer does not take.
+	dropUnexpectedMessage = "unexpected_message"
+)
+
+var dropReasons = [...]string{dropForeignSender, dropMalformedEntry, dropLocalBatch, dropGone, dropUnexpectedMessage}
+
+// CoalescerStats are a node's heartbeat coalescer counters since it started.
+type CoalescerStats struct {
+	// Running is false when the node has no coalescer (no leader actor runs there).
+	Running bool
+	// FramesOut counts batches sent, EntriesOut the entries they carried,
+	// Flushes the outboxes taken to be sent; FailedFrames the batches whose
+	// send failed (their senders were told, as with a direct send).
+	FramesOut, EntriesOut, Flushes, FailedFrames uint64
+	// FramesIn counts batches received, EntriesIn their entries; Deliveries
+	// the mailbox messages that took entries to members, Held the
+	// acknowledgements held for a leader's next wake-up instead.
+	FramesIn, EntriesIn, Deliveries, Held uint64
+	// Dropped counts entries (and unexpected messages) dropped, by reason.
+	Dropped map[string]uint64
+}
+
+// coalescerCounters are CoalescerStats, written by members, timers and the
+// coalescer process, read by anyone.
+type coalescerCounters struct {
+	framesOut, entriesOut, flushes, failedFrames atomic.Uint64
+	framesIn, entriesIn, deliveries, held        atomic.Uint64
+	dropped                                      [len(dropReasons)]atomic.Uint64
+}
+
+func (c *coalescerCounters) drop(reason string, n uint64) {
+	for i, r := range dropReasons {
+		if r == reason {
+			c.dropped[i].Add(n)
+			return
+		}
+	}
+}
+
+// coalescer is what the leader actors of one node life share: the outboxes
+// of their coalesced messages, their inboxes, the counters, and the process
+// that takes the peers' batches.
+type coalescer struct {
+	node gen.Node
+	self gen.Atom
+
+	// mu guards out and every outbox in it. Members take it to append an
+	// entry, an outbox's timer to take the entries. It is never held while
+	// sending or taking another lock.
+	mu  sync.Mutex
+	out map[gen.Atom]*outbox
+
+	// inboxMu guards inboxes: members add and remove theirs at start and
+	// end; the coalescer process looks them up. Held for nothing else.
+	inboxMu sync.RWMutex
+	inboxes map[gen.PID]*inbox
+
+	// pid is the coalescer process, nil while none runs (between an
+	// abnormal end and its replacement, or after the last member).
+	pid   atomic.Pointer[gen.PID]
+	stats coalescerCounters
+}
+
+// outbox holds the entries waiting for one destination node.
+type outbox struct {
+	dest       gen.Atom
+	heartbeats []CoalescedHeartbeat
+	acks       []CoalescedAck
+	// timer flushes the outbox a linger after its first entry; scheduled
+	// says it is set.
+	timer     *time.Timer
+	scheduled bool
+}
+
+func newCoalescer(node gen.Node) *coalescer {
+	return &coalescer{node: node, self: node.Name(), out: make(map[gen.Atom]*outbox), inboxes: make(map[gen.PID]*inbox)}
+}
+
+// running reports whether the coalescer process runs.
+func (c *coalescer) running() bool { return c.pid.Load() != nil }
+
+// enqueue appends a heartbeat (hb) or an acknowledgement (ack) to the
+// outbox for dest and makes sure it is flushed. It reports false when the
+// coalescer cannot take it (its process is not running, so neither could a
+// peer's reach this node): the member then sends directly.
+func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration) bool {
+	if !c.running() {
+		return false
+	}
+	c.mu.Lock()
+	ob := c.out[dest]
+	if ob == nil {
+		ob = &outbox{dest: dest}
+		c.out[dest] = ob
+	}
+	if hb != nil {
+		ob.heartbeats = append(ob.heartbeats, *hb)
+	} else {
+		ob.acks = append(ob.acks, *ack)
+	}
+	full := len(ob.heartbeats)+len(ob.acks) >= maxBatchEntries
+	if !full && !ob.scheduled {
+		ob.scheduled = true
+		if ob.timer == nil {
+			ob.timer = time.AfterFunc(linger, func() { c.flush(dest) })
+		} else {
+			ob.timer.Reset(linger)
+		}
+	}
+	c.mu.Unlock()
+	if full {
+		c.flush(dest)
+	}
+	return true
+}
+
+// take removes and returns the entries waiting for dest.
+func (c *coalescer) take(dest gen.Atom) ([]CoalescedHeartbeat, []CoalescedAck) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ob := c.out[dest]
+	if ob == nil {
+		return nil, nil
+	}
+	hbs, acks := ob.heartbeats, ob.acks
+	// The taken slices travel in a message the runtime may still hold; the
+	// next entries go to fresh ones, sized for as many.
+	ob.heartbeats, ob.acks = make([]CoalescedHeartbeat, 0, len(hbs)), make([]CoalescedAck, 0, len(acks))
+	if ob.scheduled {
+		// Harmless from the timer's own callback; a full outbox flushed
+		// early stops it (one that fires anyway finds what came since).
+		ob.timer.Stop()
+		ob.scheduled = false
+	}
+	return hbs, acks
+}
+
+// flush sends what waits for dest, in frames of at most maxBatchEntries,
+// from the node itself, and tells the senders of a frame that failed.
+func (c *coalescer) flush(dest gen.Atom) {
+	hbs, acks := c.take(dest)
+	if len(hbs)+len(acks) == 0 {
+		return
+	}
+	c.stats.flushes.Add(1)
+	to := gen.ProcessID{Name: CoalescerName, Node: dest}
+	for len(hbs)+len(acks) > 0 {
+		var b MessageHeartbeatBatch
+		n := min(len(hbs), maxBatchEntries)
+		b.Heartbeats, hbs = hbs[:n:n], hbs[n:]
+		n = min(len(acks), maxBatchEntries-n)
+		b.Acks, acks = acks[:n:n], acks[n:]
+		entries := uint64(len(b.Heartbeats) + len(b.Acks))
+		if err := c.node.Send(to, b); err != nil {
+			c.stats.failedFrames.Add(1)
+			c.reportFailed(dest, b, err)
+			continue
+		}
+		c.stats.framesOut.Add(1)
+		c.stats.entriesOut.Add(entries)
+	}
+}
+
+// stop stops the outboxes' timers; the coalescer's last member has ended.
+func (c *coalescer) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ob := range c.out {
+		if ob.timer != nil {
+			ob.timer.Stop()
+		}
+		ob.heartbeats, ob.acks, ob.scheduled = nil, nil, false
+	}
+}
+
+// coalescedFailed tells a member that a batch carrying its entries to node
+// could not be sent: the core hears SendFailed, as after a direct send.
+type coalescedFailed struct {
+	node gen.Atom
+	err  error
+}
+
+// reportFailed tells each member with entries in a failed batch, once.
+func (c *coalescer) reportFailed(dest gen.Atom, b MessageHeartbeatBatch, err error) {
+	told := make(map[gen.PID]struct{})
+	tell := func(from gen.PID) {
+		if _, ok := told[from]; ok {
+			return
+		}
+		told[from] = struct{}{}
+		if serr := c.node.Send(from, coalescedFailed{node: dest, err: err}); serr != nil {
+			c.stats.drop(dropGone, 1)
+		}
+	}
+	for i := range b.Heartbeats {
+		tell(b.Heartbeats[i].from(c.self))
+	}
+	for i := range b.Acks {
+		tell(b.Acks[i].from(c.self))
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (c *coalescer) Stats() CoalescerStats {
+	s := CoalescerStats{
+		Running:   c.running(),
+		FramesOut: c.stats.framesOut.Load(), EntriesOut: c.stats.entriesOut.Load(),
+		Flushes: c.stats.flushes.Load(), FailedFrames: c.stats.failedFrames.Load(),
+		FramesIn: c.stats.framesIn.Load(), EntriesIn: c.stats.entriesIn.Load(),
+		Deliveries: c.stats.deliveries.Load(), Held: c.stats.held.Load(),
+		Dropped: make(map[string]uint64),
+	}
+	for i, r := range dropReasons {
+		if n := c.stats.dropped[i].Load(); n > 0 {
+			s.Dropped[r] = n
+		}
+	}
+	return s
+}
+
+// inbox holds, for one leader, the acknowledgements that arrived coalesced
+// while its heartbeat timer was armed: it wakes within a heartbeat interval
+// anyway and steps them then (Actor.stepHeld).
+type inbox struct {
+	// ticking says the member's heartbeat timer is armed; the member sets
+	// it after every input. While it is false, acknowledgements for it are
+	// delivered at once.
+	ticking atomic.Bool
+	mu      sync.Mutex // guards acks and spare
+	acks    []heldAck
+	// spare is the slice the member stepped last, given back for reuse.
+	spare []heldAck
+}
+
+// heldAck is an acknowledgement held in an inbox, with when it arrived.
+type heldAck struct {
+	from gen.PID
+	at   time.Time
+	ack  election.MessageHeartbeatAck
+}
+
+// addInbox registers the inbox of the member pid.
+func (c *coalescer) addInbox(pid gen.PID, ib *inbox) {
+	c.inboxMu.Lock()
+	c.inboxes[pid] = ib
+	c.inboxMu.Unlock()
+}
+
+// removeInbox forgets pid's inbox; what it still holds is dropped.
+func (c *coalescer) removeInbox(pid gen.PID) {
+	c.inboxMu.Lock()
+	ib := c.inboxes[pid]
+	delete(c.inboxes, pid)
+	c.inboxMu.Unlock()
+	if ib != nil {
+		if n := len(ib.take()); n > 0 {
+			c.stats.drop(dropGone, uint64(n))
+		}
+	}
+}
+
+// hold keeps ack for pid's next wake-up and reports whether it did: only
+// while pid's heartbeat timer is armed.
+func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) bool {
+	c.inboxMu.RLock()
+	ib := c.inboxes[pid]
+	c.inboxMu.RUnlock()
+	if ib == nil || !ib.ticking.Load() {
+		return false
+	}
+	ib.mu.Lock()
+	ib.acks = append(ib.acks, heldAck{from: from, at: at, ack: *ack})
+	ib.mu.Unlock()
+	c.stats.held.Add(1)
+	return true
+}
+
+// take removes and returns what the inbox holds, in arrival order.
+func (ib *inbox) take() []heldAck {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	acks := ib.acks
+	ib.acks, ib.spare = ib.spare[:0], nil
+	return acks
+}
+
+// giveBack returns a slice take returned, once its entries are stepped.
+func (ib *inbox) giveBack(acks []heldAck) {
+	clear(acks)
+	ib.mu.Lock()
+	ib.spare = acks[:0]
+	ib.mu.Unlock()
+}
+
+// inbound is one coalesced heartbeat or acknowledgement on its way to a
+// member, with the PID of the member that sent it.
+type inbound struct {
+	from gen.PID
+	hb   *election.MessageHeartbeat // into the batch that carried it
+	ack  *election.MessageHeartbeatAck
+}
+
+// coalescedIn is what the coalescer puts in a member's mailbox: one entry
+// of a batch. It never crosses the network.
+type coalescedIn struct {
+	inbound
+}

@@ -1,0 +1,253 @@
+package leader
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// The shell's timers. The core arms and cancels its timers through
+// Ready.Timers and expects each firing back, with the Timer it armed last, at
+// or after the deadline it asked for. The shell keeps that promise with as
+// few runtime timers and actor wake-ups as it can:
+//
+//  1. Each timer kind has one Go timer, made once and reset. Its callback
+//     runs off the actor: it wakes the actor only when the deadline has come.
+//  2. Re-arming to a later deadline is lazy: the Go timer keeps its time,
+//     and when it fires early the callback resets it for the remainder,
+//     without waking the actor. Only a deadline that moves earlier, or a
+//     timer with nothing scheduled, resets it ahead of its time.
+//  3. The election timer's deadline also moves later without any TimerOp (a
+//     heartbeat restarts the timeout inside the core): after every input the
+//     shell reads Core.ElectionDue and extends the deadline lazily, so a
+//     follower that hears its leader wakes for no timer at all.
+//  4. A cancelled timer is stopped; a firing that raced with the cancel, or
+//     that an earlier re-arm made stale, finds nothing due and does nothing.
+//  5. The heartbeat timer fires on a grid shared by every leader of the node
+//     with the same HeartbeatInterval d: at the last instant gridEpoch +
+//     phase + k*d (on the monotonic clock) not after the time the core asked
+//     for, where the phase in [0, d) comes from the node's name. So no
+//     interval exceeds d, steady intervals are exactly d (a late firing does
+//     not push the next one later), the first after a leadership starts may
+//     be shorter, the leaders of one node emit in one burst, which the
+//     heartbeat coalescer gathers into one frame per node pair, and the
+//     nodes of one process burst at different instants.
+
+// timerKinds is the number of election timer kinds (election.TimerKind
+// values run from 0 to TimerStorage).
+const timerKinds = int(election.TimerStorage) + 1
+
+// gridEpoch is the origin of the heartbeat grid and of the shell's clock:
+// one per process, so all leaders of all nodes in it share the grid.
+var gridEpoch = time.Now()
+
+// sinceEpoch is t on the shell's monotonic clock.
+func sinceEpoch(t time.Time) time.Duration { return t.Sub(gridEpoch) }
+
+// onGrid returns how long from now until the last instant gridEpoch +
+// phase + k*d that is not later than now+d: a duration in (0, d].
+func onGrid(now time.Time, d time.Duration, phase uint64) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	elapsed := sinceEpoch(now) - time.Duration(phase%uint64(d))
+	target := elapsed + d
+	return target - mod(target, d) - elapsed
+}
+
+// mod is x modulo d, in [0, d) for negative x too.
+func mod(x, d time.Duration) time.Duration {
+	r := x % d
+	if r < 0 {
+		r += d
+	}
+	return r
+}
+
+// gridPhase is a node's phase seed: its name hashed (FNV-1a).
+func gridPhase(node gen.Atom) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(node); i++ {
+		h ^= uint64(node[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// timerOwner is what the timers' callbacks need of their actor. Its fields
+// are set before any timer is armed and never change; armed is counted by
+// the actor and by the callbacks.
+type timerOwner struct {
+	node  gen.Node
+	pid   gen.PID
+	phase uint64 // the node's heartbeat grid phase seed (gridPhase)
+	// armed counts the times a Go timer was set (made or reset) for this
+	// actor's election timers: ergo:runtime_timers.
+	armed atomic.Uint64
+}
+
+// shellTimer is the shell's side of one election timer kind.
+type shellTimer struct {
+	// timer is the core's latest arming of this kind, pending whether it
+	// waits to fire; the actor's goroutine owns both.
+	timer   election.Timer
+	pending bool
+
+	owner *timerOwner
+	kind  election.TimerKind
+	// mu guards due, runAt and rt; the actor's goroutine and the Go timer's
+	// callback take it, and nothing else is locked while it is held.
+	mu sync.Mutex
+	// due is when the pending arming is due, on the shell's clock; zero
+	// when none is. runAt is when rt fires; zero when it is not scheduled.
+	due, runAt time.Duration
+	rt         *time.Timer
+}
+
+// timerFired tells the actor that a timer of kind is due. Only the shell's
+// timers send it, from the actor's node; it never crosses the network.
+type timerFired struct{ kind election.TimerKind }
+
+// initTimers binds the timers to the actor; it runs before the core exists.
+func (a *Actor) initTimers() {
+	a.timerOwner = &timerOwner{node: a.Node(), pid: a.PID(), phase: gridPhase(a.Node().Name())}
+	for k := range a.timers {
+		a.timers[k].owner, a.timers[k].kind = a.timerOwner, election.TimerKind(k)
+	}
+}
+
+// applyTimer carries out one of the core's timer operations.
+func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
+	k := int(op.Timer.Kind)
+	if k < 0 || k >= timerKinds {
+		a.Log().Error("leader: the core armed an unknown timer kind %d", k)
+		return
+	}
+	t := &a.timers[k]
+	if op.Cancel {
+		t.pending = false
+		t.mu.Lock()
+		t.due = 0
+		t.stop()
+		t.mu.Unlock()
+		return
+	}
+	after := op.After
+	if op.Timer.Kind == election.TimerHeartbeat {
+		after = onGrid(now, after, a.timerOwner.phase)
+	}
+	t.timer, t.pending = op.Timer, true
+	at := sinceEpoch(now)
+	t.mu.Lock()
+	t.due = max(at+after, 1)
+	if t.runAt == 0 || t.due < t.runAt {
+		t.schedule(at)
+	}
+	t.mu.Unlock()
+}
+
+// extendElection moves the election timer's deadline to where the core now
+// has it, when that is later: lazily, without touching the Go timer.
+func (a *Actor) extendElection() {
+	t := &a.timers[election.TimerElection]
+	if !t.pending {
+		return
+	}
+	due, ok := a.core.ElectionDue()
+	if !ok {
+		return
+	}
+	at := sinceEpoch(due)
+	t.mu.Lock()
+	if at > t.due {
+		t.due = at
+	}
+	t.mu.Unlock()
+}
+
+// schedule sets the Go timer for due; now is the shell's clock. Called with
+// mu held.
+func (t *shellTimer) schedule(now time.Duration) {
+	d := t.due - now
+	if t.rt == nil {
+		t.rt = time.AfterFunc(d, t.fire)
+	} else {
+		t.rt.Reset(d)
+	}
+	t.runAt = t.due
+	t.owner.armed.Add(1)
+}
+
+// stop stops the Go timer. Called with mu held.
+func (t *shellTimer) stop() {
+	if t.runAt != 0 {
+		t.rt.Stop()
+		t.runAt = 0
+	}
+}
+
+// fire is the Go timer's callback: it wakes the actor when the deadline has
+// come, re-arms for the rest when it moved later, and does nothing for a
+// firing that a reset made stale or a cancel made moot.
+func (t *shellTimer) fire() {
+	t.mu.Lock()
+	now := sinceEpoch(time.Now())
+	if t.runAt == 0 || now < t.runAt {
+		t.mu.Unlock()
+		return // stopped, or a reset scheduled a later firing
+	}
+	t.runAt = 0
+	switch {
+	case t.due == 0:
+		t.mu.Unlock()
+		return
+	case now < t.due:
+		t.schedule(now)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	// The actor may be gone (its node stopping); then nobody waits for this.
+	_ = t.owner.node.Send(t.owner.pid, timerFired{kind: t.kind})
+}
+
+// onTimerFired handles a timerFired and reports whether the core must be
+// ticked with the Timer it returns: only when the pending arming is due.
+func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool) {
+	k := int(f.kind)
+	if k < 0 || k >= timerKinds || !a.timers[k].pending {
+		return election.Timer{}, false
+	}
+	t := &a.timers[k]
+	at := sinceEpoch(now)
+	t.mu.Lock()
+	if at < t.due {
+		// Re-armed or extended since the callback sent this; make sure the
+		// Go timer runs for the new deadline.
+		if t.runAt == 0 {
+			t.schedule(at)
+		}
+		t.mu.Unlock()
+		return election.Timer{}, false
+	}
+	t.due = 0
+	t.stop()
+	t.mu.Unlock()
+	t.pending = false
+	return t.timer, true
+}
+
+// stopTimers stops every Go timer; the actor is ending.
+func (a *Actor) stopTimers() {
+	for k := range a.timers {
+		t := &a.timers[k]
+		t.pending = false
+		t.mu.Lock()
+		t.due = 0
+		t.stop()
+		t.mu.Unlock()
+	}
+}
