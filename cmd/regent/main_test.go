@@ -210,21 +210,31 @@ func TestBench(t *testing.T) {
 		assert.Equal(t, "case", records[0][0])
 		assert.Equal(t, "handover", records[1][0])
 	})
-	t.Run("scale elects a leader in every cluster and reports the window", func(t *testing.T) {
-		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "3", "--window", "500ms", "--json")
+	t.Run("scale measures coalescing off and on, back to back, with failovers", func(t *testing.T) {
+		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "3", "--window", "500ms", "--failovers", "2", "--json")
 		require.Equal(t, 0, code, errOut)
 		var rows []scaleRow
 		require.NoError(t, json.Unmarshal([]byte(out), &rows))
-		require.Len(t, rows, 1)
-		assert.Equal(t, 15, rows[0].Actors)
-		assert.Positive(t, rows[0].AllLeaders)
-		assert.Positive(t, rows[0].FramesPerSec, "leaders heartbeat during the window")
-		assert.Positive(t, rows[0].CPUShare)
-		assert.Equal(t, leader.DefaultHeartbeatInterval, rows[0].HeartbeatMS, "the default timings are the document's")
+		require.Len(t, rows, 2)
+		for i, r := range rows {
+			assert.Equal(t, i == 1, r.Coalescing, "off first, then on")
+			assert.Equal(t, 15, r.Actors)
+			assert.Positive(t, r.AllLeaders)
+			assert.Positive(t, r.FramesPerSec, "leaders heartbeat during the window")
+			assert.Positive(t, r.FramesPerPair)
+			assert.Positive(t, r.BytesPerPair)
+			assert.Positive(t, r.CPUShare)
+			assert.Positive(t, r.CPUPerCluster)
+			assert.Equal(t, 2, r.Failover.N, "two failovers among the others")
+			assert.Equal(t, 2, r.FailoverAlone.N, "and two on one cluster alone")
+			assert.Equal(t, leader.DefaultHeartbeatInterval, r.HeartbeatMS, "the default timings are the document's")
+		}
+		assert.Zero(t, rows[0].Coalescer.EntriesOut, "nothing is coalesced with coalescing off")
+		assert.Positive(t, rows[1].Coalescer.EntriesOut, "heartbeats are coalesced with it on")
 	})
 	t.Run("scale runs with the timings it is given", func(t *testing.T) {
 		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "500ms", "--json",
-			"--election-min", "400", "--election-max", "800", "--heartbeat", "100")
+			"--election-min", "400", "--election-max", "800", "--heartbeat", "100", "--coalescing", "on", "--failovers", "0")
 		require.Equal(t, 0, code, errOut)
 		var rows []scaleRow
 		require.NoError(t, json.Unmarshal([]byte(out), &rows))

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
@@ -21,21 +23,39 @@ import (
 const scaleSynopsis = `bench scale [flags]
 
 Runs many 5-member clusters spread over 5 nodes in this process (one member of
-every cluster on every node) and reports, for each number of clusters: the
-time until every cluster has a leader recognised by a majority of its
-members (or how many have none by the deadline), then,
-over a steady window, the process's CPU time as a share of one core, heap in
-use per leader actor, network frames per second, and the elections started
-and leaderships changed during the window (the target is none).
+every cluster on every node) and reports, for each number of clusters and
+with heartbeat coalescing off and on (--coalescing both, the default, runs the
+two back to back so their ratio is fair on a shared machine):
+
+  CPU        the process's CPU time over a steady window, as a share of one
+             core, and per cluster (microseconds of CPU per second)
+  frames/s   frames per second per node pair: every node's frames out over
+  KB/s       the window, summed, divided by the number of node pairs
+             n(n-1)/2 (both directions of a pair together); KB/s likewise
+             with bytes
+  heap       heap in use per member, after every cluster has a leader
+  campaigns  elections started per minute during the window (the target is 0)
+  failover   the time from a fault to a new leader recognised by a majority,
+             p50 and p99 over --failovers trials, measured on one cluster
+             while all the others run, and beside it the same on that one
+             cluster alone (5 fresh nodes, nothing else running). The fault
+             is --failover-case: process-kill kills the cluster's leader
+             process (its peers see the real reason), node-kill stops the
+             node of the cluster's leader abruptly and times every cluster
+             that lost its leader with it.
 
 Examples:
-  regent bench scale --clusters 10,100 --window 10s
+  regent bench scale
+  regent bench scale --clusters 1000 --window 60s --coalescing on
+  regent bench scale --clusters 10000 --window 60s --failovers 0
   regent bench scale --clusters 1000 --election-min 1000 --election-max 2000 --heartbeat 300`
 
-// scaleRow is one measured number of clusters.
+// scaleRow is one measured number of clusters in one coalescing mode.
 type scaleRow struct {
 	Clusters      int           `json:"clusters"`
+	Coalescing    bool          `json:"coalescing"`
 	Actors        int           `json:"actors"`
+	Nodes         int           `json:"nodes"`
 	ElectionMinMS int           `json:"election_timeout_min_ms"`
 	ElectionMaxMS int           `json:"election_timeout_max_ms"`
 	HeartbeatMS   int           `json:"heartbeat_interval_ms"`
@@ -43,76 +63,155 @@ type scaleRow struct {
 	AllLeaders    time.Duration `json:"all_leaders_ns"`
 	Window        time.Duration `json:"window_ns"`
 	CPUShare      float64       `json:"cpu_share_of_one_core"`
-	HeapPerActor  float64       `json:"heap_bytes_per_actor"`
-	FramesPerSec  float64       `json:"frames_per_second"`
-	Leaderless    int           `json:"clusters_without_leader_at_deadline"`
-	Campaigns     uint64        `json:"elections_started_in_window"`
-	LeaderChanges uint64        `json:"leaderships_won_in_window"`
-	Goroutines    int           `json:"goroutines"`
+	// CPUPerCluster is CPU time per cluster per second of the window, in µs.
+	CPUPerCluster float64 `json:"cpu_us_per_cluster_second"`
+	HeapPerActor  float64 `json:"heap_bytes_per_member"`
+	// FramesPerPair and BytesPerPair are per second per node pair: the
+	// frames (bytes) every node sent, summed, over n(n-1)/2 pairs.
+	FramesPerPair float64 `json:"frames_per_second_per_node_pair"`
+	BytesPerPair  float64 `json:"bytes_per_second_per_node_pair"`
+	FramesPerSec  float64 `json:"frames_per_second"`
+	Leaderless    int     `json:"clusters_without_leader_at_deadline"`
+	Campaigns     uint64  `json:"elections_started_in_window"`
+	CampaignsMin  float64 `json:"elections_started_per_minute"`
+	LeaderChanges uint64  `json:"leaderships_won_in_window"`
+	Goroutines    int     `json:"goroutines"`
+	// Coalescer sums the nodes' coalescer counters over the window.
+	Coalescer leader.CoalescerStats `json:"coalescer"`
+	// Failover is the failover time of a cluster among all the others;
+	// FailoverAlone the same on one cluster running alone.
+	FailoverCase  string  `json:"failover_case,omitempty"`
+	Failover      summary `json:"failover_ns"`
+	FailoverAlone summary `json:"failover_alone_ns"`
+}
+
+// scaleConfig is the command line of bench scale.
+type scaleConfig struct {
+	clusters     intsFlag
+	modes        []bool // coalescing off, on, or both in that order
+	window       time.Duration
+	nodes        int
+	timings      scaleTimings
+	failovers    int
+	failoverCase string
 }
 
 func runScale(ctx context.Context, args []string, env *environment) (err error) {
-	clusters := intsFlag{10, 100, 1000}
+	cfg := scaleConfig{clusters: intsFlag{10, 100, 1000}}
 	var (
-		window     time.Duration
-		nodes      int
 		asJSON     bool
 		noProgress bool
-		timings    scaleTimings
+		coalescing string
+		profile    string
 	)
 	fs := newFlags(env, "bench scale", scaleSynopsis)
-	fs.Var(&clusters, "clusters", "numbers of clusters to measure, comma-separated")
-	fs.DurationVar(&window, "window", 60*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
-	fs.IntVar(&nodes, "nodes", 5, "nodes (and members per cluster)")
-	fs.IntVar(&timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
-	fs.IntVar(&timings.eMax, "election-max", leader.DefaultElectionTimeoutMax, "ElectionTimeoutMax of every member, ms")
-	fs.IntVar(&timings.hb, "heartbeat", leader.DefaultHeartbeatInterval, "HeartbeatInterval of every member, ms")
+	fs.Var(&cfg.clusters, "clusters", "numbers of clusters to measure, comma-separated (10,000 takes minutes; ask for it)")
+	fs.DurationVar(&cfg.window, "window", 30*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
+	fs.IntVar(&cfg.nodes, "nodes", 5, "nodes (and members per cluster)")
+	fs.IntVar(&cfg.timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
+	fs.IntVar(&cfg.timings.eMax, "election-max", leader.DefaultElectionTimeoutMax, "ElectionTimeoutMax of every member, ms")
+	fs.IntVar(&cfg.timings.hb, "heartbeat", leader.DefaultHeartbeatInterval, "HeartbeatInterval of every member, ms")
+	fs.StringVar(&coalescing, "coalescing", "both", "heartbeat coalescing: on, off, or both (off then on, back to back)")
+	fs.IntVar(&cfg.failovers, "failovers", 10, "failover trials per row after the window (0: none)")
+	fs.StringVar(&cfg.failoverCase, "failover-case", "process-kill", "the fault of a failover trial: process-kill or node-kill")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
-	var profile string
-	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof")
+	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
+	switch coalescing {
+	case "on":
+		cfg.modes = []bool{true}
+	case "off":
+		cfg.modes = []bool{false}
+	case "both":
+		cfg.modes = []bool{false, true}
+	default:
+		return usageError("--coalescing %q: on, off or both", coalescing)
+	}
+	if cfg.failoverCase != "process-kill" && cfg.failoverCase != "node-kill" {
+		return usageError("--failover-case %q: process-kill or node-kill", cfg.failoverCase)
+	}
+	if cfg.nodes < 3 {
+		return usageError("--nodes %d: a cluster needs at least 3 members", cfg.nodes)
+	}
+	if cfg.failovers < 0 {
+		return usageError("--failovers must not be negative")
+	}
+	var heapProfile string
 	if profile != "" {
+		heapProfile = profile + ".heap.pprof"
 		stop, err := startProfiles(profile)
 		if err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stop()) }()
 	}
-	if nodes < 3 {
-		return usageError("--nodes %d: a cluster needs at least 3 members", nodes)
-	}
+	alone := map[bool]summary{}
 	var rows []scaleRow
-	for _, c := range clusters {
-		prog := newProgress(env.stderr, c, noProgress)
-		row, err := measureScale(ctx, c, nodes, window, timings, prog)
-		prog.finish()
-		if err != nil {
-			return fmt.Errorf("%d clusters: %w", c, err)
+	for _, c := range cfg.clusters {
+		for _, on := range cfg.modes {
+			prog := newProgress(env.stderr, c, noProgress)
+			run := &scaleRun{cfg: cfg, clusters: c, coalesce: on, prog: prog, heapProfile: heapProfile}
+			row, err := run.measure(ctx)
+			prog.finish()
+			if err != nil {
+				return fmt.Errorf("%d clusters, coalescing %s: %w", c, onOff(on), err)
+			}
+			heapProfile = ""
+			if cfg.failovers > 0 {
+				if _, done := alone[on]; !done {
+					one := &scaleRun{cfg: cfg, clusters: 1, coalesce: on, prog: newProgress(env.stderr, 1, true)}
+					if alone[on], err = one.failoverAlone(ctx); err != nil {
+						return fmt.Errorf("one cluster alone, coalescing %s: %w", onOff(on), err)
+					}
+				}
+				row.FailoverAlone = alone[on]
+			}
+			rows = append(rows, row)
 		}
-		rows = append(rows, row)
 	}
 	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
+	return writeScaleTable(env, cfg, rows)
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clusters\tactors\tspawn ms\tall leaders ms\tleaderless\twindow s\tCPU % of a core\theap B/actor\tframes/s\tcampaigns\tnew leaders\t")
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tCPU % of a core\tCPU µs/s per cluster\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
-			all = "not reached"
+			all = fmt.Sprintf("%d leaderless", r.Leaderless)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%.0f\t%d\t%d\t\n", r.Clusters, r.Actors, ms(r.Spawn), all, r.Leaderless,
-			r.Window.Seconds(), 100*r.CPUShare, r.HeapPerActor, r.FramesPerSec, r.Campaigns, r.LeaderChanges)
+		fo, alone := "-", "-"
+		if r.Failover.N > 0 {
+			fo = ms(r.Failover.P50) + " / " + ms(r.Failover.P99)
+		}
+		if r.FailoverAlone.N > 0 {
+			alone = ms(r.FailoverAlone.P50) + " / " + ms(r.FailoverAlone.P99)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all,
+			100*r.CPUShare, r.CPUPerCluster, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, fo, alone)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
-	_, err = fmt.Fprintf(env.stdout, "\ntimeouts %d-%d ms, heartbeat %d ms; campaigns and new leaders are counted over the window, after every cluster had a leader; the target is 0.\n", timings.eMin, timings.eMax, timings.hb)
+	_, err := fmt.Fprintf(env.stdout, "\n%d nodes, timeouts %d-%d ms, heartbeat %d ms, window %s. Per pair: all nodes' frames (bytes) out, over n(n-1)/2 node pairs.\n"+
+		"Campaigns are counted over the window, after every cluster had a leader; the target is 0. Failover (%s): from the fault until a majority\n"+
+		"recognises a new leader, on one cluster among all the others, and on one cluster alone.\n",
+		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, cfg.failoverCase)
 	return err
 }
 
@@ -136,89 +235,339 @@ func (s *scaleCounters) observe(t leader.Transition, prev view) {
 	}
 }
 
-// measureScale runs clusters clusters of nodeCount members over nodeCount nodes.
 // scaleTimings are the election timings every member of a scale run uses, in ms.
 type scaleTimings struct{ eMin, eMax, hb int }
 
-func measureScale(ctx context.Context, clusters, nodeCount int, window time.Duration, timings scaleTimings, prog *progress) (scaleRow, error) {
-	row := scaleRow{Clusters: clusters, Actors: clusters * nodeCount, Window: window,
-		ElectionMinMS: timings.eMin, ElectionMaxMS: timings.eMax, HeartbeatMS: timings.hb}
-	cluster, err := loopback.Start(loopback.Names("s", nodeCount), loopback.Options{})
-	if err != nil {
-		return row, err
-	}
-	defer cluster.Close()
-	ns := cluster.Nodes()
-	heapBefore := heapInUse()
+// scaleRun is one row's run: clusters clusters of nodes members over nodes
+// nodes, every member with the same options.
+type scaleRun struct {
+	cfg         scaleConfig
+	clusters    int
+	coalesce    bool
+	prog        *progress
+	heapProfile string
 
-	counters := &scaleCounters{}
-	recs := make([]*recorder, clusters)
-	t0 := time.Now()
-	for k := 0; k < clusters; k++ {
-		if err := ctx.Err(); err != nil {
-			return row, err // stopped while spawning: thousands of actors take a while
+	nodes      *loopback.Cluster
+	heapBefore uint64 // heap in use once the nodes run, before any member
+	counters   scaleCounters
+	recs       []*recorder
+	pids       [][]gen.PID // by cluster, then node
+}
+
+// options are member i's of cluster k.
+func (s *scaleRun) options(k, i int) leader.Options {
+	name := clusterName(k)
+	o := leader.Options{ClusterID: fmt.Sprintf("scale-%d", k), OnTransition: s.recs[k].record,
+		ElectionTimeoutMin: s.cfg.timings.eMin, ElectionTimeoutMax: s.cfg.timings.eMax, HeartbeatInterval: s.cfg.timings.hb,
+		DisableHeartbeatCoalescing: !s.coalesce}
+	for j := range s.cfg.nodes {
+		if j != i {
+			o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: s.nodes.Name(j)})
 		}
-		recs[k] = newRecorder(counters.observe)
-		name := gen.Atom(fmt.Sprintf("c%d", k))
-		for i, n := range ns {
-			o := leader.Options{ClusterID: fmt.Sprintf("scale-%d", k), OnTransition: recs[k].record,
-				ElectionTimeoutMin: timings.eMin, ElectionTimeoutMax: timings.eMax, HeartbeatInterval: timings.hb}
-			for j, other := range ns {
-				if j != i {
-					o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: other.Name()})
-				}
-			}
-			if _, err := spawnMember(ctx, n, name, o); err != nil {
-				return row, err
+	}
+	return o
+}
+
+func clusterName(k int) gen.Atom { return gen.Atom(fmt.Sprintf("c%d", k)) }
+
+// start starts the nodes and every member, and waits until every cluster
+// has a leader a majority recognises (or the deadline passes: clusters
+// without one are counted, not fatal, as a finding of the benchmark).
+func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
+	nodes, err := loopback.Start(loopback.Names("s", s.cfg.nodes), loopback.Options{})
+	if err != nil {
+		return err
+	}
+	s.nodes = nodes
+	s.heapBefore = heapInUse()
+	s.recs = make([]*recorder, s.clusters)
+	s.pids = make([][]gen.PID, s.clusters)
+	t0 := time.Now()
+	for k := range s.clusters {
+		if err := ctx.Err(); err != nil {
+			return err // stopped while spawning: thousands of actors take a while
+		}
+		s.recs[k] = newRecorder(s.counters.observe)
+		s.pids[k] = make([]gen.PID, s.cfg.nodes)
+		for i := range s.cfg.nodes {
+			if err := s.spawn(ctx, k, i); err != nil {
+				return err
 			}
 		}
 	}
 	row.Spawn = time.Since(t0)
-	// A cluster has a leader once a majority of its members recognise one.
-	// Clusters that have none by the deadline are counted, not fatal: that
-	// is a finding of the benchmark.
-	wctx, cancel := context.WithTimeout(ctx, settleTimeout+time.Duration(clusters)*20*time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout+time.Duration(s.clusters)*20*time.Millisecond)
 	defer cancel()
-	for _, rec := range recs {
-		if _, err := rec.waitAgreed(wctx, 0, gen.PID{}, nodeCount/2+1); err != nil {
+	for _, rec := range s.recs {
+		if _, err := rec.waitAgreed(wctx, 0, gen.PID{}, s.quorum()); err != nil {
 			if ctx.Err() != nil {
-				return row, ctx.Err()
+				return ctx.Err()
 			}
 			row.Leaderless++
 			continue
 		}
-		prog.step(fmt.Sprintf("%d clusters electing", clusters))
+		s.prog.step(fmt.Sprintf("%d clusters electing (coalescing %s)", s.clusters, onOff(s.coalesce)))
 	}
 	if row.Leaderless == 0 {
 		row.AllLeaders = time.Since(t0)
 	}
-	row.HeapPerActor = float64(int64(heapInUse())-int64(heapBefore)) / float64(row.Actors)
+	return nil
+}
+
+func (s *scaleRun) spawn(ctx context.Context, k, i int) error {
+	pid, err := spawnMember(ctx, s.nodes.Node(i), clusterName(k), s.options(k, i))
+	if err != nil {
+		return err
+	}
+	s.pids[k][i] = pid
+	return nil
+}
+
+func (s *scaleRun) quorum() int { return s.cfg.nodes/2 + 1 }
+
+func (s *scaleRun) close() {
+	if s.nodes != nil {
+		s.nodes.Close()
+	}
+}
+
+// measure runs the row: start, settle, the steady window, then the failovers.
+func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
+	row := scaleRow{Clusters: s.clusters, Coalescing: s.coalesce, Actors: s.clusters * s.cfg.nodes, Nodes: s.cfg.nodes,
+		ElectionMinMS: s.cfg.timings.eMin, ElectionMaxMS: s.cfg.timings.eMax, HeartbeatMS: s.cfg.timings.hb}
+	defer s.close()
+	if err := s.start(ctx, &row); err != nil {
+		return row, err
+	}
+	row.HeapPerActor = float64(int64(heapInUse())-int64(s.heapBefore)) / float64(row.Actors)
+	if s.heapProfile != "" {
+		if err := writeHeapProfile(s.heapProfile); err != nil {
+			return row, err
+		}
+	}
 	row.Goroutines = runtime.NumGoroutine()
 
-	counters.counting.Store(true)
+	s.counters.counting.Store(true)
 	cpu0, err := cpuTime()
 	if err != nil {
 		return row, err
 	}
-	frames0 := framesOut(ns)
+	net0, coal0 := s.traffic()
 	w0 := time.Now()
 	select {
 	case <-ctx.Done():
 		return row, ctx.Err()
-	case <-time.After(window):
+	case <-time.After(s.cfg.window):
 	}
 	wall := time.Since(w0)
 	cpu1, err := cpuTime()
 	if err != nil {
 		return row, err
 	}
-	counters.counting.Store(false)
+	net1, coal1 := s.traffic()
+	s.counters.counting.Store(false)
+	pairs := float64(s.cfg.nodes*(s.cfg.nodes-1)) / 2
 	row.Window = wall
 	row.CPUShare = float64(cpu1-cpu0) / float64(wall)
-	row.FramesPerSec = float64(framesOut(ns)-frames0) / wall.Seconds()
-	row.Campaigns = counters.campaigns.Load()
-	row.LeaderChanges = counters.leaders.Load()
+	row.CPUPerCluster = row.CPUShare * 1e6 / float64(s.clusters)
+	row.FramesPerSec = float64(net1.FramesOut-net0.FramesOut) / wall.Seconds()
+	row.FramesPerPair = row.FramesPerSec / pairs
+	row.BytesPerPair = float64(net1.BytesOut-net0.BytesOut) / wall.Seconds() / pairs
+	row.Coalescer = coalescerDelta(coal0, coal1)
+	row.Campaigns = s.counters.campaigns.Load()
+	row.CampaignsMin = float64(row.Campaigns) / wall.Minutes()
+	row.LeaderChanges = s.counters.leaders.Load()
+	if s.cfg.failovers > 0 && row.Leaderless == 0 {
+		row.FailoverCase = s.cfg.failoverCase
+		if row.Failover, err = s.failovers(ctx); err != nil {
+			return row, err
+		}
+	}
 	return row, nil
+}
+
+// failoverAlone measures failover on this run's one cluster, alone.
+func (s *scaleRun) failoverAlone(ctx context.Context) (summary, error) {
+	var row scaleRow
+	defer s.close()
+	if err := s.start(ctx, &row); err != nil {
+		return summary{}, err
+	}
+	if row.Leaderless > 0 {
+		return summary{}, fmt.Errorf("one cluster alone elected no leader within %s: %w", settleTimeout, gen.ErrTimeout)
+	}
+	return s.failovers(ctx)
+}
+
+// traffic sums every node's network counters and coalescer counters.
+func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
+	var net gen.NetworkStats
+	coal := leader.CoalescerStats{Dropped: map[string]uint64{}}
+	for _, n := range s.nodes.Nodes() {
+		if n == nil {
+			continue
+		}
+		st := n.Network().Stats()
+		net.FramesOut += st.FramesOut
+		net.BytesOut += st.BytesOut
+		c := leader.ReadCoalescer(n)
+		coal.Running = coal.Running || c.Running
+		coal.FramesOut += c.FramesOut
+		coal.EntriesOut += c.EntriesOut
+		coal.Flushes += c.Flushes
+		coal.FailedFrames += c.FailedFrames
+		coal.FramesIn += c.FramesIn
+		coal.EntriesIn += c.EntriesIn
+		coal.Deliveries += c.Deliveries
+		coal.Held += c.Held
+		for r, v := range c.Dropped {
+			coal.Dropped[r] += v
+		}
+	}
+	return net, coal
+}
+
+// coalescerDelta is b - a, counter by counter.
+func coalescerDelta(a, b leader.CoalescerStats) leader.CoalescerStats {
+	d := leader.CoalescerStats{Running: b.Running,
+		FramesOut: b.FramesOut - a.FramesOut, EntriesOut: b.EntriesOut - a.EntriesOut, Flushes: b.Flushes - a.Flushes,
+		FailedFrames: b.FailedFrames - a.FailedFrames, FramesIn: b.FramesIn - a.FramesIn, EntriesIn: b.EntriesIn - a.EntriesIn,
+		Deliveries: b.Deliveries - a.Deliveries, Held: b.Held - a.Held, Dropped: map[string]uint64{}}
+	for r, v := range b.Dropped {
+		if v > a.Dropped[r] {
+			d.Dropped[r] = v - a.Dropped[r]
+		}
+	}
+	return d
+}
+
+// failovers runs the failover trials on cluster 0 and summarises them.
+func (s *scaleRun) failovers(ctx context.Context) (summary, error) {
+	var samples []time.Duration
+	for range s.cfg.failovers {
+		var took []time.Duration
+		var err error
+		if s.cfg.failoverCase == "node-kill" {
+			took, err = s.nodeKill(ctx)
+		} else {
+			took, err = s.processKill(ctx)
+		}
+		if err != nil {
+			return summary{}, err
+		}
+		samples = append(samples, took...)
+	}
+	return summarize(samples), nil
+}
+
+// steady waits until every member of cluster k follows one leader, then
+// until a random phase of the heartbeat cycle well after that election, so
+// a fault never strikes just as followers take a new leader's first
+// heartbeat (which no real failure does).
+func (s *scaleRun) steady(ctx context.Context, k int) (leader.Agreement, error) {
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	cur, err := s.recs[k].waitAgreed(wctx, 0, gen.PID{}, s.cfg.nodes)
+	if err != nil {
+		return cur, err
+	}
+	hb := time.Duration(s.cfg.timings.hb) * time.Millisecond
+	time.Sleep(time.Duration(s.cfg.timings.eMax)*time.Millisecond + rand.N(hb))
+	return cur, nil
+}
+
+// processKill kills cluster 0's leader process, times the majority's
+// recognition of a new leader, and respawns the member.
+func (s *scaleRun) processKill(ctx context.Context) ([]time.Duration, error) {
+	cur, err := s.steady(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	victim := s.memberIndex(0, cur.LeaderPID)
+	if victim < 0 {
+		return nil, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
+	}
+	t0 := time.Now()
+	if err := s.nodes.Node(victim).Kill(cur.LeaderPID); err != nil {
+		return nil, fmt.Errorf("killing %s: %w", cur.LeaderPID, err)
+	}
+	s.recs[0].forget(cur.LeaderPID)
+	next, err := s.waitNewLeader(ctx, 0, cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.spawn(ctx, 0, victim); err != nil {
+		return nil, err
+	}
+	return []time.Duration{next.At.Sub(t0)}, nil
+}
+
+// nodeKill stops the node of cluster 0's leader abruptly, times every
+// cluster whose leader was there until a majority recognises a new one,
+// then restarts the node and its members.
+func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
+	cur, err := s.steady(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	victim := s.memberIndex(0, cur.LeaderPID)
+	if victim < 0 {
+		return nil, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
+	}
+	// The clusters that lose their leader with the node, as their members see it now.
+	var hit []int
+	var before []leader.Agreement
+	for k, rec := range s.recs {
+		if a, ok, _ := rec.agreed(0, gen.PID{}, s.quorum()); ok && a.Leader == s.nodes.Name(victim) {
+			hit = append(hit, k)
+			before = append(before, a)
+		}
+	}
+	t0 := time.Now()
+	s.nodes.Kill(victim)
+	for k := range s.recs {
+		s.recs[k].forget(s.pids[k][victim])
+	}
+	took := make([]time.Duration, len(hit))
+	errs := make([]error, len(hit))
+	var wg sync.WaitGroup
+	for j, k := range hit {
+		wg.Go(func() {
+			next, err := s.waitNewLeader(ctx, k, before[j])
+			took[j], errs[j] = next.At.Sub(t0), err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := s.nodes.Restart(victim); err != nil {
+		return nil, err
+	}
+	for k := range s.clusters {
+		if err := s.spawn(ctx, k, victim); err != nil {
+			return nil, err
+		}
+	}
+	return took, nil
+}
+
+// waitNewLeader waits until a majority of cluster k recognises a leader at
+// a term above cur's, other than cur's leader.
+func (s *scaleRun) waitNewLeader(ctx context.Context, k int, cur leader.Agreement) (leader.Agreement, error) {
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	return s.recs[k].waitAgreed(wctx, cur.Term, cur.LeaderPID, s.quorum())
+}
+
+// memberIndex is the node index of pid in cluster k, or -1.
+func (s *scaleRun) memberIndex(k int, pid gen.PID) int {
+	for i, p := range s.pids[k] {
+		if p == pid {
+			return i
+		}
+	}
+	return -1
 }
 
 // heapInUse collects garbage and returns the heap in use, in bytes.
@@ -229,6 +578,16 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
+// writeHeapProfile writes the heap profile (after a collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating the heap profile: %w", err)
+	}
+	runtime.GC()
+	return errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+}
+
 // cpuTime is the process's user plus system CPU time.
 func cpuTime() (time.Duration, error) {
 	var ru syscall.Rusage
@@ -236,15 +595,6 @@ func cpuTime() (time.Duration, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
-}
-
-// framesOut sums the frames every node sent.
-func framesOut(ns []gen.Node) uint64 {
-	var sum uint64
-	for _, n := range ns {
-		sum += n.Network().Stats().FramesOut
-	}
-	return sum
 }
 
 // startProfiles starts a CPU profile and blocking-event sampling; the
