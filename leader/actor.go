@@ -59,6 +59,7 @@ type Actor struct {
 	monitored map[gen.PID]struct{}
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
+	// Made on first use, as subscribers is: most members never need them.
 	demonitored map[gen.PID]struct{}
 	// flushing is true while Ready is being handled, so that API calls made
 	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
@@ -98,8 +99,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.behavior = b
 	a.initTimers()
 	a.monitored = make(map[gen.PID]struct{})
-	a.demonitored = make(map[gen.PID]struct{})
-	a.subscribers = make(map[gen.PID]struct{})
 
 	options, err := b.Init(args...)
 	if err != nil {

@@ -52,9 +52,10 @@
 // reported down, graceful handover (StepDown, TransferLeadership, and on a
 // normal stop), durable term and vote, fencing tokens, a preferred leader,
 // re-confirmation of an external lease (ConfirmInterval), change
-// notifications for code that does not embed the actor, and a same-host
-// shortcut through an mmfcell file. docs/guarantees.md says what each one
-// guarantees.
+// notifications for code that does not embed the actor, a same-host
+// shortcut through an mmfcell file, and heartbeat coalescing for processes
+// that host many clusters over the same nodes (DisableHeartbeatCoalescing).
+// docs/guarantees.md says what each one guarantees.
 //
 // Reading a member from outside: ParseInspection turns the ergo:* keys into
 // an Inspection (Role, terms, views, times), ReadMember fetches a member's

@@ -110,6 +110,9 @@ func (a *Actor) subscribe(sub gen.PID) {
 			a.Log().Warning("leader: subscriber %s is unreachable: %v", sub, err)
 			return
 		}
+		if a.subscribers == nil {
+			a.subscribers = make(map[gen.PID]struct{})
+		}
 		a.subscribers[sub] = struct{}{}
 	}
 	a.notify(sub)

@@ -143,6 +143,9 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			if len(a.demonitored) > maxDemonitored {
 				clear(a.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
 			}
+			if a.demonitored == nil {
+				a.demonitored = make(map[gen.PID]struct{})
+			}
 			a.demonitored[e.PID] = struct{}{}
 			a.unwatch(e.PID, "member")
 		}
