@@ -69,9 +69,16 @@ type network struct {
 	ctx      context.Context
 	cancel   context.CancelFunc // ends dials in progress when the network closes
 
-	mu        sync.Mutex // guards the fields below; taken before connection.mu, never after
+	// conns points to the table of established connections by peer name.
+	// The map is never modified once published: writers, holding mu, store
+	// a changed copy (setConnLocked), so every send finds its connection
+	// with one atomic load and no lock, and readers under mu see the same
+	// table as writers. A connection found there may be closing; its send
+	// says so.
+	conns atomic.Pointer[map[gen.Atom]*connection]
+
+	mu        sync.Mutex // guards the fields below and orders changes of conns; taken before connection.mu, never after
 	closed    bool
-	conns     map[gen.Atom]*connection
 	routes    map[gen.Atom]string
 	dialing   map[gen.Atom]*dialAttempt
 	backoff   map[gen.Atom]backoffState
@@ -142,7 +149,6 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		node:       n,
 		disabled:   options.Mode == gen.NetworkModeDisabled,
 		registry:   registry{reg: codec.NewRegistry()},
-		conns:      make(map[gen.Atom]*connection),
 		routes:     make(map[gen.Atom]string),
 		dialing:    make(map[gen.Atom]*dialAttempt),
 		backoff:    make(map[gen.Atom]backoffState),
@@ -151,6 +157,7 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		dropped:    make(map[string]uint64),
 		rejectedBy: make(map[string]uint64),
 	}
+	nw.conns.Store(&map[gen.Atom]*connection{})
 	nw.ctx, nw.cancel = context.WithCancel(context.Background())
 	if nw.disabled {
 		return nw, nil
@@ -211,12 +218,11 @@ func (nw *network) RemoveRoute(name gen.Atom) error {
 }
 
 func (nw *network) Nodes() []gen.Atom {
-	nw.mu.Lock()
-	out := make([]gen.Atom, 0, len(nw.conns))
-	for name := range nw.conns {
+	conns := nw.connTable()
+	out := make([]gen.Atom, 0, len(conns))
+	for name := range conns {
 		out = append(out, name)
 	}
-	nw.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
@@ -239,7 +245,7 @@ func (nw *network) AcceptorAddress() string {
 
 func (nw *network) Stats() gen.NetworkStats {
 	nw.mu.Lock()
-	conns, accepting := len(nw.conns), nw.accepting
+	conns, accepting := len(nw.connTable()), nw.accepting
 	nw.mu.Unlock()
 	s := gen.NetworkStats{
 		Connections:        conns,
@@ -273,11 +279,28 @@ func (nw *network) dropN(reason string, n int) {
 	nw.countMu.Unlock()
 }
 
-// existing returns the established connection to name, or nil.
+// existing returns the established connection to name, or nil. It takes
+// no lock: every send calls it.
 func (nw *network) existing(name gen.Atom) *connection {
-	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	return nw.conns[name]
+	return (*nw.conns.Load())[name]
+}
+
+// connTable returns the current table of established connections; the
+// caller must not modify it.
+func (nw *network) connTable() map[gen.Atom]*connection {
+	return *nw.conns.Load()
+}
+
+// setConnLocked publishes a copy of the table with name mapped to c, or
+// without name when c is nil. Called with nw.mu held.
+func (nw *network) setConnLocked(name gen.Atom, c *connection) {
+	next := maps.Clone(nw.connTable())
+	if c == nil {
+		delete(next, name)
+	} else {
+		next[name] = c
+	}
+	nw.conns.Store(&next)
 }
 
 // routeLocked returns the address to dial for name. Called with nw.mu held.
@@ -306,7 +329,7 @@ func (nw *network) queue(name gen.Atom, frames []byte, count int) (queued bool, 
 	if nw.closed {
 		return false, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
 	}
-	if nw.conns[name] != nil {
+	if nw.existing(name) != nil {
 		return false, nil
 	}
 	d := nw.dialing[name]
@@ -346,7 +369,7 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	if nw.dialing[name] == d {
 		delete(nw.dialing, name)
 	}
-	if c := nw.conns[name]; c != nil {
+	if c := nw.existing(name); c != nil {
 		nw.handOverLocked(d, c)
 		nw.mu.Unlock()
 		nw.node.log.Debug("dial to %s failed, but %s connected meanwhile: %v", name, name, err)
@@ -447,9 +470,9 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 func (nw *network) detach(c *connection) bool {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	current := nw.conns[c.peer.Name] == c
+	current := nw.existing(c.peer.Name) == c
 	if current {
-		delete(nw.conns, c.peer.Name)
+		nw.setConnLocked(c.peer.Name, nil)
 	}
 	return current
 }
@@ -469,8 +492,8 @@ func (nw *network) close(graceful bool) {
 	nw.mu.Lock()
 	nw.closed = true
 	nw.cancel()
-	conns := make([]*connection, 0, len(nw.conns))
-	for _, c := range nw.conns {
+	conns := make([]*connection, 0, len(nw.connTable()))
+	for _, c := range nw.connTable() {
 		conns = append(conns, c)
 	}
 	for conn := range nw.pending {
