@@ -26,6 +26,8 @@ const (
 	defaultBackoffMax       = 5 * time.Second
 	defaultMaxHandshakes    = 64
 	defaultMaxPeers         = 1024
+	defaultSendQueueBytes   = 256 << 10
+	defaultSendQueueWait    = 100 * time.Millisecond
 )
 
 // minCookieBytes is the shortest cookie node.Start accepts without a
@@ -44,6 +46,8 @@ const (
 	dropUnexpectedFrame = "unexpected_frame"
 	dropDialFailed      = "dial_failed"
 	dropRetireFlush     = "retire_flush_failed"
+	dropQueueFull       = "send_queue_full"
+	dropQueueOverflow   = "send_queue_overflow"
 )
 
 // maxQueuedFrames bounds the frames waiting for a dial to one node; their
@@ -87,10 +91,10 @@ type network struct {
 
 	logs *limitedLog // the network's repeated-failure log lines
 
-	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
-	countMu                                          sync.Mutex // guards dropped and rejectedBy; taken last
-	dropped                                          map[string]uint64
-	rejectedBy                                       map[string]uint64
+	framesIn, framesOut, bytesIn, bytesOut, writes, rejected atomic.Uint64
+	countMu                                                  sync.Mutex // guards dropped and rejectedBy; taken last
+	dropped                                                  map[string]uint64
+	rejectedBy                                               map[string]uint64
 }
 
 // dialAttempt is a dial running in the background and the frames sent to
@@ -125,6 +129,8 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 	orDefault(&o.ReconnectBackoffMax, defaultBackoffMax)
 	orDefault(&o.MaxHandshakes, defaultMaxHandshakes)
 	orDefault(&o.MaxPeers, defaultMaxPeers)
+	orDefault(&o.SendQueueBytes, defaultSendQueueBytes)
+	orDefault(&o.SendQueueWait, defaultSendQueueWait)
 	switch {
 	case o.Cookie == "" && !o.InsecureOpen:
 		return o, fmt.Errorf("no cookie, and InsecureOpen is not set: every node without a cookie could join: %w", gen.ErrEmptyCookie)
@@ -132,8 +138,8 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 		return o, fmt.Errorf("InsecureOpen with a Cookie: choose one: %w", gen.ErrIncorrect)
 	case o.TLSVerifyNodeName && o.TLS == nil:
 		return o, fmt.Errorf("TLSVerifyNodeName without TLS: %w", gen.ErrIncorrect)
-	case o.MaxHandshakes < 0 || o.MaxPeers < 0:
-		return o, fmt.Errorf("negative MaxHandshakes %d or MaxPeers %d: %w", o.MaxHandshakes, o.MaxPeers, gen.ErrIncorrect)
+	case o.MaxHandshakes < 0 || o.MaxPeers < 0 || o.SendQueueBytes < 0:
+		return o, fmt.Errorf("negative MaxHandshakes %d, MaxPeers %d or SendQueueBytes %d: %w", o.MaxHandshakes, o.MaxPeers, o.SendQueueBytes, gen.ErrIncorrect)
 	case o.KeepAlivePeriod < 0 || o.KeepAliveTimeout <= o.KeepAlivePeriod:
 		return o, fmt.Errorf("KeepAliveTimeout %v must exceed KeepAlivePeriod %v: %w", o.KeepAliveTimeout, o.KeepAlivePeriod, gen.ErrIncorrect)
 	case o.MaxFrameSize < 64:
@@ -254,6 +260,7 @@ func (nw *network) Stats() gen.NetworkStats {
 		FramesOut:          nw.framesOut.Load(),
 		BytesIn:            nw.bytesIn.Load(),
 		BytesOut:           nw.bytesOut.Load(),
+		Writes:             nw.writes.Load(),
 		HandshakesRejected: nw.rejected.Load(),
 		Dropped:            make(map[string]uint64),
 		Rejected:           make(map[string]uint64),
@@ -393,7 +400,7 @@ func (nw *network) handOverLocked(d *dialAttempt, c *connection) {
 	if d == nil || d.count == 0 {
 		return
 	}
-	if err := c.appendFrames(d.frames, d.count); err != nil {
+	if err := c.enqueue(d.frames, d.count, sendHandover); err != nil {
 		nw.dropN(dropDialFailed, d.count)
 		nw.logs.Info("handover", "%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
 	}
