@@ -205,9 +205,10 @@ type NetworkOptions struct {
 	// refused in the handshake (Rejected["peer_limit"]). Default 1024. With
 	// MaxFrameSize and SendQueueBytes it bounds what peers can make the
 	// node hold: each peer costs at most about MaxFrameSize (its largest
-	// frame, allocated as its bytes arrive), a 64 KiB read buffer, and four
-	// times SendQueueBytes of write buffers (the queue at its limit for the
-	// runtime's own frames, and the batch being written).
+	// frame, allocated as its bytes arrive), a 64 KiB read buffer, 16 KiB
+	// of interned names, and four times SendQueueBytes of write buffers
+	// (the queue at its limit for the runtime's own frames, and the batch
+	// being written).
 	MaxPeers int
 	// SendQueueBytes bounds the encoded frames waiting for one
 	// connection's writer, in bytes. Default 256 KiB. A frame is queued

@@ -16,6 +16,7 @@ import (
 	"github.com/regent-go/regent/node/internal/codec"
 	"github.com/regent-go/regent/node/internal/frame"
 	"github.com/regent-go/regent/node/internal/handshake"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // readBufferSize is the reader's buffer. A writer woken for fewer than
@@ -24,6 +25,15 @@ import (
 const (
 	readBufferSize = 64 << 10
 	batchBytes     = 16 << 10
+)
+
+// The bounds of each connection's table of interned names (see
+// node/internal/intern): enough for the nodes and registered processes a
+// peer names, small enough that a peer sending endless new names costs
+// little.
+const (
+	internNames = 512
+	internBytes = 16 << 10
 )
 
 // graceTimeout bounds how long a graceful close waits for the peer to close
@@ -344,6 +354,8 @@ func (c *connection) closeWrite() {
 func (c *connection) readLoop() {
 	defer c.nw.wg.Done()
 	r := frame.NewReader(bufio.NewReaderSize(c.conn, readBufferSize), c.nw.opts.MaxFrameSize)
+	atoms := intern.New(internNames, internBytes)
+	var env envelope // reused: nothing keeps it past receive, only its values
 	for {
 		payload, err := r.Next()
 		if err != nil {
@@ -353,13 +365,13 @@ func (c *connection) readLoop() {
 		c.lastRead.Store(time.Now().UnixNano())
 		c.nw.framesIn.Add(1)
 		c.nw.bytesIn.Add(uint64(len(payload) + frame.HeaderSize))
-		env, err := decodeEnvelope(payload, c.nw.reg)
+		err = decodeEnvelope(payload, c.nw.reg, atoms, &env)
 		switch {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):
 			c.nw.drop(dropUnknownType)
 			c.nw.logs.Warning("frame", "dropped a frame from %s: %v", c.peer.Name, err)
-			c.nw.node.refuseUnknown(c, env, err)
+			c.nw.node.refuseUnknown(c, &env, err)
 			continue
 		default:
 			c.nw.drop(dropMalformed)
@@ -373,7 +385,7 @@ func (c *connection) readLoop() {
 		case kindRetire:
 			c.peerGone.Store(true)
 		default:
-			c.nw.node.receive(c, env)
+			c.nw.node.receive(c, &env)
 		}
 	}
 }

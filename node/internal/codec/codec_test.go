@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 func TestMain(m *testing.M) {
@@ -519,4 +521,33 @@ func TestConcurrentRegistrationAndUse(t *testing.T) {
 		t.Error(err)
 	}
 	assert.Equal(t, tree{Val: 5}, roundTrip(t, r, tree{Val: 5}))
+}
+
+func TestDecodeAtomsInternsNames(t *testing.T) {
+	r := newTestRegistry(t)
+	msg := small{Name: "leader", Term: 1, From: gen.PID{Node: "node1@localhost", ID: 7, Creation: 3}}
+	b, err := r.Encode(nil, msg)
+	require.NoError(t, err)
+	atoms := intern.New(8, 1024)
+
+	t.Run("a name decoded twice is one string, and the value is unchanged", func(t *testing.T) {
+		first, err := r.DecodeAtoms(b, atoms)
+		require.NoError(t, err)
+		second, err := r.DecodeAtoms(b, atoms)
+		require.NoError(t, err)
+		assert.Equal(t, msg, first)
+		assert.Equal(t, msg, second)
+		n1, n2 := string(first.(small).From.Node), string(second.(small).From.Node)
+		assert.True(t, unsafe.StringData(n1) == unsafe.StringData(n2))
+		assert.Equal(t, 2, atoms.Len(), "the two gen.Atom values (Name, From.Node)")
+	})
+
+	t.Run("without a table every decode makes its own strings", func(t *testing.T) {
+		first, err := r.Decode(b)
+		require.NoError(t, err)
+		second, err := r.Decode(b)
+		require.NoError(t, err)
+		n1, n2 := string(first.(small).From.Node), string(second.(small).From.Node)
+		assert.False(t, unsafe.StringData(n1) == unsafe.StringData(n2))
+	})
 }

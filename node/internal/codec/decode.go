@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // decoder is the state of one Decode call; decoders are pooled.
@@ -17,6 +18,7 @@ type decoder struct {
 	src   []byte
 	pos   int
 	depth int
+	atoms *intern.Table // where gen.Atom values are interned; nil: nowhere
 }
 
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
@@ -27,7 +29,15 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // MaxDepth) gives an error wrapping gen.ErrMalformed. It never panics and
 // allocates no more than a small multiple of len(src).
 func (r *Registry) Decode(src []byte) (any, error) {
-	v, n, err := r.DecodePrefix(src)
+	return r.DecodeAtoms(src, nil)
+}
+
+// DecodeAtoms is Decode with every gen.Atom in the value (node and process
+// names, in PIDs and elsewhere) taken from atoms, which learns the new
+// ones: a name seen before costs no allocation. atoms may be nil; it is
+// used by the calling goroutine only.
+func (r *Registry) DecodeAtoms(src []byte, atoms *intern.Table) (any, error) {
+	v, n, err := r.decodePrefix(src, atoms)
 	if err != nil {
 		return nil, err
 	}
@@ -41,11 +51,15 @@ func (r *Registry) Decode(src []byte) (any, error) {
 // number of bytes it took, so several values can be packed one after another.
 // Errors are those of Decode.
 func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
+	return r.decodePrefix(src, nil)
+}
+
+func (r *Registry) decodePrefix(src []byte, atoms *intern.Table) (any, int, error) {
 	d := decoders.Get().(*decoder)
-	d.t, d.src, d.pos, d.depth = r.cur.Load(), src, 0, 0
+	d.t, d.src, d.pos, d.depth, d.atoms = r.cur.Load(), src, 0, 0, atoms
 	v, err := d.dynamic()
 	n := d.pos
-	d.t, d.src = nil, nil
+	d.t, d.src, d.atoms = nil, nil, nil
 	decoders.Put(d)
 	if err != nil {
 		return nil, 0, err
@@ -126,16 +140,21 @@ func (d *decoder) presence(minSize int) (n int, ok bool, err error) {
 }
 
 func (d *decoder) string() (string, error) {
+	b, err := d.stringBytes()
+	return string(b), err
+}
+
+// stringBytes reads a length-prefixed string's bytes, which alias src.
+func (d *decoder) stringBytes() ([]byte, error) {
 	x, err := d.uvarint()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	n, err := d.count(x, 1)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	b, err := d.next(n)
-	return string(b), err
+	return d.next(n)
 }
 
 // dynamic reads a value preceded by its type; the invalid Value stands for nil.
@@ -282,6 +301,16 @@ func decString(_ *typeCodec, d *decoder, v reflect.Value) error {
 		return err
 	}
 	v.SetString(s)
+	return nil
+}
+
+// decAtom decodes a gen.Atom, interned in the decoder's table.
+func decAtom(_ *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.stringBytes()
+	if err != nil {
+		return err
+	}
+	v.SetString(string(d.atoms.Atom(b)))
 	return nil
 }
 

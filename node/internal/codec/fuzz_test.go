@@ -8,6 +8,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/fuzzdrive"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // decodeSeeds are encodings of one value of every kind the test registry
@@ -41,11 +42,24 @@ func decodeSeeds(tb testing.TB, r *Registry) [][]byte {
 
 // decodesAsDocumented is FuzzDecode's property: Decode never panics, fails
 // only with ErrMalformed or ErrUnknownType (never both), and whatever it
-// accepts encodes again and decodes again.
+// accepts encodes again and decodes again. DecodeAtoms, with one intern
+// table for every input (so the table fills up to its bound), accepts and
+// refuses the same inputs for the same reasons.
 func decodesAsDocumented(r *Registry) fuzzdrive.Property {
+	atoms := intern.New(64, 1024)
 	return func(data []byte) error {
 		v, err := r.Decode(data)
-		return decodedAsDocumented(r, v, err)
+		if err := decodedAsDocumented(r, v, err); err != nil {
+			return err
+		}
+		vi, erri := r.DecodeAtoms(data, atoms)
+		if (err == nil) != (erri == nil) || errors.Is(err, ErrUnknownType) != errors.Is(erri, ErrUnknownType) {
+			return fmt.Errorf("Decode says %v, DecodeAtoms says %v", err, erri)
+		}
+		if atoms.Len() > 64 || atoms.Bytes() > 1024 {
+			return fmt.Errorf("the intern table grew past its bound: %d names, %d bytes", atoms.Len(), atoms.Bytes())
+		}
+		return decodedAsDocumented(r, vi, erri)
 	}
 }
 
