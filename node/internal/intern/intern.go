@@ -25,7 +25,15 @@ type Table struct {
 	bytes      int // sum of the lengths of the names in atoms
 	maxEntries int
 	maxBytes   int
+	// recent holds the last few names returned, checked before the map: a
+	// frame header names the same two nodes again and again, and comparing
+	// a few short strings costs less than hashing one.
+	recent [recentNames]gen.Atom
+	next   int // the slot of recent the next name replaces
 }
+
+// recentNames is the size of Table.recent.
+const recentNames = 4
 
 // New returns a Table that keeps at most maxEntries names of at most
 // maxBytes bytes in all.
@@ -40,14 +48,22 @@ func (t *Table) Atom(b []byte) gen.Atom {
 	if t == nil {
 		return gen.Atom(b)
 	}
-	if a, ok := t.atoms[string(b)]; ok { // the conversion in a map index does not allocate
-		return a
+	for _, a := range t.recent {
+		if string(a) == string(b) && len(a) > 0 { // comparing does not allocate
+			return a
+		}
 	}
-	a := gen.Atom(b)
-	if len(b) <= MaxName && len(t.atoms) < t.maxEntries && t.bytes+len(b) <= t.maxBytes {
+	a, ok := t.atoms[string(b)] // nor does the conversion in a map index
+	if !ok {
+		a = gen.Atom(b)
+		if len(b) > MaxName || len(t.atoms) >= t.maxEntries || t.bytes+len(b) > t.maxBytes {
+			return a // full: a fresh string, not remembered anywhere
+		}
 		t.atoms[string(a)] = a
 		t.bytes += len(b)
 	}
+	t.recent[t.next] = a
+	t.next = (t.next + 1) % recentNames
 	return a
 }
 
