@@ -348,21 +348,32 @@ func (c *connection) closeWrite() {
 	c.conn.Close()
 }
 
+// stampEvery bounds how many frames the reader handles before it records
+// the time in lastRead, when they arrive faster than it reads them.
+const stampEvery = 256
+
 // readLoop decodes frames until the connection ends. The keepalive timeout
 // is enforced by the writer's ticker, which watches lastRead, so reading
-// needs no per-frame deadline.
+// needs no per-frame deadline. lastRead is stamped once per batch of frames
+// that one read brought (before the reader reads the stream again), not
+// once per frame.
 func (c *connection) readLoop() {
 	defer c.nw.wg.Done()
 	r := frame.NewReader(bufio.NewReaderSize(c.conn, readBufferSize), c.nw.opts.MaxFrameSize)
 	atoms := intern.New(internNames, internBytes)
 	var env envelope // reused: nothing keeps it past receive, only its values
+	unstamped := 0   // frames handled since lastRead was stamped
 	for {
+		if unstamped > 0 && (unstamped >= stampEvery || r.Buffered() == 0) {
+			c.lastRead.Store(time.Now().UnixNano())
+			unstamped = 0
+		}
 		payload, err := r.Next()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
-		c.lastRead.Store(time.Now().UnixNano())
+		unstamped++
 		c.nw.framesIn.Add(1)
 		c.nw.bytesIn.Add(uint64(len(payload) + frame.HeaderSize))
 		err = decodeEnvelope(payload, c.nw.reg, atoms, &env)
