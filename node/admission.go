@@ -241,8 +241,10 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 	nw.handOverLocked(nw.dialing[name], keep)
 	if d != nil && nw.dialing[name] == d {
 		delete(nw.dialing, name)
-		delete(nw.backoff, name)
 	}
+	failedDials := nw.backoff[name].failures
+	delete(nw.backoff, name) // connected, whichever side dialled: no more waiting
+
 	nw.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -256,6 +258,10 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 		stale.teardown(reason)
 		nw.node.rel.nodeDown(name)
 	}
-	nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
+	if failedDials > 0 {
+		nw.node.log.Info("connected to %s (creation %d) after %d failed dials", name, c.peer.Creation, failedDials)
+	} else {
+		nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
+	}
 	return nil
 }

@@ -106,10 +106,14 @@ type dialAttempt struct {
 	count  int    // how many frames are in frames
 }
 
-// backoffState is when the next dial to a node may start after failures.
+// backoffState is when the next dial to a node may start after failures,
+// and how many dials in a row failed: the first failure is logged at
+// Warning, the later ones at Debug, and the connection that ends the run
+// at Info with the count.
 type backoffState struct {
-	next time.Time
-	wait time.Duration
+	next     time.Time
+	wait     time.Duration
+	failures int
 }
 
 // orDefault sets *v to def when it holds the zero value.
@@ -385,12 +389,19 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	b := nw.backoff[name]
 	b.wait = min(max(2*b.wait, nw.opts.ReconnectBackoffMin), nw.opts.ReconnectBackoffMax)
 	b.next = time.Now().Add(b.wait)
+	b.failures++
 	nw.backoff[name] = b
 	lost := d.count
 	d.frames, d.count = nil, 0
 	nw.mu.Unlock()
 	nw.dropN(dropDialFailed, lost)
-	nw.logs.Info("dial", "dial to %s failed, %d queued frames dropped: %v", name, lost, err)
+	if b.failures == 1 {
+		nw.logs.Warning("dial", "dial to %s failed, %d queued frames dropped; the next dial may start in %v (until one succeeds, failures are logged at debug level): %v",
+			name, lost, b.wait, err)
+	} else {
+		nw.node.log.Debug("dial to %s failed again, %d failures in a row, %d queued frames dropped; the next dial may start in %v: %v",
+			name, b.failures, lost, b.wait, err)
+	}
 	nw.node.rel.nodeUnreachable(name, err)
 }
 
