@@ -16,7 +16,6 @@ import (
 	"github.com/regent-go/regent/node/internal/codec"
 	"github.com/regent-go/regent/node/internal/frame"
 	"github.com/regent-go/regent/node/internal/handshake"
-	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // readBufferSize is the reader's buffer. A writer woken for fewer than
@@ -25,15 +24,6 @@ import (
 const (
 	readBufferSize = 64 << 10
 	batchBytes     = 16 << 10
-)
-
-// The bounds of each connection's table of interned names (see
-// node/internal/intern): enough for the nodes and registered processes a
-// peer names, small enough that a peer sending endless new names costs
-// little.
-const (
-	internNames = 512
-	internBytes = 16 << 10
 )
 
 // graceTimeout bounds how long a graceful close waits for the peer to close
@@ -360,7 +350,7 @@ const stampEvery = 256
 func (c *connection) readLoop() {
 	defer c.nw.wg.Done()
 	r := frame.NewReader(bufio.NewReaderSize(c.conn, readBufferSize), c.nw.opts.MaxFrameSize)
-	atoms := intern.New(internNames, internBytes)
+	fd := newFrameDecoder(c.nw.reg)
 	var env envelope // reused: nothing keeps it past receive, only its values
 	unstamped := 0   // frames handled since lastRead was stamped
 	for {
@@ -376,7 +366,7 @@ func (c *connection) readLoop() {
 		unstamped++
 		c.nw.framesIn.Add(1)
 		c.nw.bytesIn.Add(uint64(len(payload) + frame.HeaderSize))
-		err = decodeEnvelope(payload, c.nw.reg, atoms, &env)
+		err = fd.decode(payload, &env)
 		switch {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):

@@ -159,13 +159,35 @@ func (r *wireReader) pid() gen.PID {
 	return gen.PID{Node: r.atom(), ID: r.uvarint(), Creation: int64(r.uint64())}
 }
 
-// decodeEnvelope parses a frame payload into env, overwriting all of it.
-// Names (gen.Atom) in the header and the payload come from atoms, which
-// learns new ones; it may be nil. Errors wrap gen.ErrMalformed, or
-// codec.ErrUnknownType when only the payload's type is unknown here; env
-// then holds the valid header without its payload.
-func decodeEnvelope(src []byte, reg *codec.Registry, atoms *intern.Table, env *envelope) error {
-	r := wireReader{src: src, atoms: atoms}
+// The bounds of each connection's table of interned names (see
+// node/internal/intern): enough for the nodes and registered processes a
+// peer names, small enough that a peer sending endless new names costs
+// little.
+const (
+	internNames = 512
+	internBytes = 16 << 10
+)
+
+// frameDecoder decodes the frames of one connection. It belongs to the
+// connection's reader, and keeps what repeats from frame to frame: the
+// names it has seen (headers and payloads share one bounded intern table)
+// and the payload's last type.
+type frameDecoder struct {
+	atoms   *intern.Table
+	payload *codec.Decoder
+}
+
+func newFrameDecoder(reg *codec.Registry) *frameDecoder {
+	atoms := intern.New(internNames, internBytes)
+	return &frameDecoder{atoms: atoms, payload: reg.NewDecoder(atoms)}
+}
+
+// decode parses a frame payload into env, overwriting all of it. Errors
+// wrap gen.ErrMalformed, or codec.ErrUnknownType when only the payload's
+// type is unknown here; env then holds the valid header without its
+// payload.
+func (fd *frameDecoder) decode(src []byte, env *envelope) error {
+	r := wireReader{src: src, atoms: fd.atoms}
 	*env = envelope{kind: frameKind(r.byte()), flags: r.byte()}
 	present := r.byte()
 	if r.err != nil {
@@ -202,7 +224,7 @@ func decodeEnvelope(src []byte, reg *codec.Registry, atoms *intern.Table, env *e
 		}
 		return nil
 	}
-	v, err := reg.DecodeAtoms(r.src, atoms)
+	v, err := fd.payload.Decode(r.src)
 	if err != nil {
 		return err // the header is valid: the caller may answer a request
 	}

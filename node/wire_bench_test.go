@@ -5,7 +5,6 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/codec"
-	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // benchPing is the shape of the benchmarks' message in node_test.
@@ -48,11 +47,11 @@ func BenchmarkWireDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	atoms := intern.New(internNames, internBytes)
+	fd := newFrameDecoder(nw.reg)
 	var got envelope
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := decodeEnvelope(frame[4:], nw.reg, atoms, &got); err != nil {
+		if err := fd.decode(frame[4:], &got); err != nil {
 			b.Fatal(err)
 		}
 	}

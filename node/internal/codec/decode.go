@@ -12,13 +12,21 @@ import (
 	"github.com/regent-go/regent/node/internal/intern"
 )
 
-// decoder is the state of one Decode call; decoders are pooled.
+// decoder is the state of one Decode call. Decode borrows one from a pool;
+// a Decoder owns one for its whole life.
 type decoder struct {
 	t     *tables
 	src   []byte
 	pos   int
 	depth int
 	atoms *intern.Table // where gen.Atom values are interned; nil: nowhere
+	// A Decoder's decoder remembers (keepLast) the named type decoded
+	// last, with the snapshot it came from: a stream of frames names the
+	// same type again and again, and comparing its name costs less than
+	// hashing it.
+	keepLast   bool
+	last       *entry
+	lastTables *tables
 }
 
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
@@ -29,15 +37,52 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // MaxDepth) gives an error wrapping gen.ErrMalformed. It never panics and
 // allocates no more than a small multiple of len(src).
 func (r *Registry) Decode(src []byte) (any, error) {
-	return r.DecodeAtoms(src, nil)
+	d := decoders.Get().(*decoder)
+	v, err := d.value(r.cur.Load(), src)
+	d.reset()
+	decoders.Put(d)
+	return v, err
 }
 
-// DecodeAtoms is Decode with every gen.Atom in the value (node and process
-// names, in PIDs and elsewhere) taken from atoms, which learns the new
-// ones: a name seen before costs no allocation. atoms may be nil; it is
-// used by the calling goroutine only.
-func (r *Registry) DecodeAtoms(src []byte, atoms *intern.Table) (any, error) {
-	v, n, err := r.decodePrefix(src, atoms)
+// DecodePrefix decodes the value at the start of src and returns it with the
+// number of bytes it took, so several values can be packed one after another.
+// Errors are those of Decode.
+func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
+	d := decoders.Get().(*decoder)
+	v, n, err := d.prefix(r.cur.Load(), src)
+	d.reset()
+	decoders.Put(d)
+	return v, n, err
+}
+
+// Decoder decodes one value after another for one goroutine (a
+// connection's reader), keeping what repeats between them: the names
+// (gen.Atom) it has seen, in an intern table, so that a node or process
+// name seen before costs no allocation, and the last named type, so that a
+// stream of messages of one type costs no lookup by name. It decodes
+// exactly as Decode does, with the registry's current types.
+type Decoder struct {
+	reg *Registry
+	d   decoder
+}
+
+// NewDecoder returns a Decoder of r's types that interns names in atoms
+// (nil: it interns nothing). The Decoder and atoms belong to the calling
+// goroutine.
+func (r *Registry) NewDecoder(atoms *intern.Table) *Decoder {
+	return &Decoder{reg: r, d: decoder{atoms: atoms, keepLast: true}}
+}
+
+// Decode is Registry.Decode, with the Decoder's names and last type.
+func (dec *Decoder) Decode(src []byte) (any, error) {
+	v, err := dec.d.value(dec.reg.cur.Load(), src)
+	dec.d.src = nil
+	return v, err
+}
+
+// value decodes the one value that fills src, using snapshot t.
+func (d *decoder) value(t *tables, src []byte) (any, error) {
+	v, n, err := d.prefix(t, src)
 	if err != nil {
 		return nil, err
 	}
@@ -47,27 +92,21 @@ func (r *Registry) DecodeAtoms(src []byte, atoms *intern.Table) (any, error) {
 	return v, nil
 }
 
-// DecodePrefix decodes the value at the start of src and returns it with the
-// number of bytes it took, so several values can be packed one after another.
-// Errors are those of Decode.
-func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
-	return r.decodePrefix(src, nil)
-}
-
-func (r *Registry) decodePrefix(src []byte, atoms *intern.Table) (any, int, error) {
-	d := decoders.Get().(*decoder)
-	d.t, d.src, d.pos, d.depth, d.atoms = r.cur.Load(), src, 0, 0, atoms
+func (d *decoder) prefix(t *tables, src []byte) (any, int, error) {
+	d.t, d.src, d.pos, d.depth = t, src, 0, 0
 	v, err := d.dynamic()
-	n := d.pos
-	d.t, d.src, d.atoms = nil, nil, nil
-	decoders.Put(d)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !v.IsValid() {
-		return nil, n, nil
+		return nil, d.pos, nil
 	}
-	return v.Interface(), n, nil
+	return v.Interface(), d.pos, nil
+}
+
+// reset drops what a pooled decoder must not keep.
+func (d *decoder) reset() {
+	*d = decoder{}
 }
 
 func (d *decoder) malformed(format string, args ...any) error {
@@ -185,8 +224,13 @@ func (d *decoder) dynamic() (reflect.Value, error) {
 		if err != nil {
 			return reflect.Value{}, err
 		}
-		if ent = d.t.byName[string(name)]; ent == nil {
+		if d.last != nil && d.lastTables == d.t && d.last.name == string(name) {
+			ent = d.last
+		} else if ent = d.t.byName[string(name)]; ent == nil {
 			return reflect.Value{}, fmt.Errorf("codec: %q: %w", name, ErrUnknownType)
+		}
+		if d.keepLast {
+			d.last, d.lastTables = ent, d.t
 		}
 	default:
 		if ent = d.t.byTag[tag]; ent == nil {
