@@ -57,10 +57,11 @@ type Node interface {
 
 // Network is a node's connections to other nodes: one per peer node, each
 // with a bounded send queue that its writer drains in one write per
-// wake-up. A send that finds the queue full waits up to
-// NetworkOptions.SendQueueWait for room and then fails with ErrTimeout;
-// Stats counts such refusals (Dropped["send_queue_full"]) and the writes
-// that carried the frames (Writes).
+// wake-up. A send that finds the queue full waits while the queue drains,
+// and fails with ErrTimeout when no write completed for
+// NetworkOptions.SendQueueWait; Stats counts such refusals
+// (Dropped["send_queue_full"]) and the writes that carried the frames
+// (Writes).
 type Network interface {
 	// RegisterTypes registers the message types that may cross the wire.
 	// Register every type on every node before it exchanges messages;
@@ -125,8 +126,8 @@ type NetworkStats struct {
 	// as "unknown_type", "malformed", "too_large", "keepalive_timeout",
 	// "dial_failed" (frames queued for a dial that failed),
 	// "handshake_failed" (every rejected handshake), "send_queue_full" (a
-	// send refused with ErrTimeout after SendQueueWait; its sender got the
-	// error) and "send_queue_overflow" (a connection closed because the
+	// send refused with ErrTimeout when its connection wrote nothing for
+	// SendQueueWait; its sender got the error) and "send_queue_overflow" (a connection closed because the
 	// runtime's own frames found its send queue at twice SendQueueBytes).
 	Dropped map[string]uint64
 }
@@ -215,16 +216,19 @@ type NetworkOptions struct {
 	// while the queue holds less than this, so one frame of any size up to
 	// MaxFrameSize always fits. When the queue is full, a process's send
 	// waits for room (see SendQueueWait); the runtime's own frames (down
-	// and exit notices, answers, keepalives) never wait and may fill it to
+	// and exit notices, answers) never wait and may fill it to
 	// twice the bound, past which the peer is not reading and the
 	// connection is closed (Dropped["send_queue_overflow"]).
 	SendQueueBytes int
-	// SendQueueWait is how long Send, SendExit, Call, SendResponse, Link
-	// and Monitor toward another node wait for room in a full send queue
-	// before failing with an error wrapping ErrTimeout (counted as
-	// Dropped["send_queue_full"]). Default 100ms, enough to ride out a
-	// stalled write, short enough that a process serving others is not
-	// held up by one slow peer. A negative value fails at once.
+	// SendQueueWait bounds how long Send, SendExit, Call, SendResponse,
+	// Link and Monitor toward another node wait on a full send queue
+	// without progress: they wait while the connection's writer completes
+	// writes (each frees the queue), so a sender goes at the pace the peer
+	// reads, and fail with an error wrapping ErrTimeout (counted as
+	// Dropped["send_queue_full"]) once no write has completed for this
+	// long: the peer has stopped reading. Default 1s, longer than a
+	// garbage collection or scheduling stall of a loaded peer, shorter
+	// than KeepAliveTimeout's default. A negative value fails at once.
 	SendQueueWait time.Duration
 }
 

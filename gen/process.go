@@ -123,7 +123,8 @@ type Process interface {
 	// connection, or queued while that connection is dialled), not that it
 	// was handled. A local target's full mailbox fails it with
 	// ErrProcessMailboxFull; a remote node's full send queue makes it wait
-	// up to NetworkOptions.SendQueueWait, then fail with ErrTimeout.
+	// while the queue drains, and fail with ErrTimeout when nothing was
+	// written for NetworkOptions.SendQueueWait.
 	Send(to any, message any) error
 	// SendAfter sends message after the delay. The returned CancelFunc
 	// reports whether it stopped the send.

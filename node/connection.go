@@ -80,10 +80,12 @@ type sendMode uint8
 
 const (
 	// sendWait is a process's own operation (Send, SendExit, Call,
-	// SendResponse, Inspect, Link, Monitor): it waits up to SendQueueWait
-	// for the writer to make room, then fails with an error wrapping
-	// gen.ErrTimeout, counted as Dropped["send_queue_full"]. Frames already
-	// queued keep their order; the refused one is the sender's to retry.
+	// SendResponse, Inspect, Link, Monitor): it waits for room while the
+	// writer makes progress, so a sender goes at the pace the peer reads;
+	// when no write completes for SendQueueWait it fails with an error
+	// wrapping gen.ErrTimeout, counted as Dropped["send_queue_full"].
+	// Frames already queued keep their order; the refused one is the
+	// sender's to retry.
 	sendWait sendMode = iota
 	// sendControl is a frame the runtime sends on its own: down and exit
 	// notices, the reader's answers, unwatch, retire. It never waits (its
@@ -174,14 +176,15 @@ func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
 		}
 		c.mu.Unlock()
 		wait := c.nw.opts.SendQueueWait
-		if timer == nil && wait > 0 {
-			timer = time.NewTimer(wait)
-		}
-		if timer == nil {
+		if wait <= 0 {
 			return c.queueFull(queued, 0)
 		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
 		select {
-		case <-room: // the writer took the queue: try again
+		case <-room: // the writer took the queue: progress, so wait afresh if it is full again
+			timer.Reset(wait)
 		case <-c.done: // closed: the next round says how
 		case <-timer.C:
 			return c.queueFull(queued, wait)
@@ -190,10 +193,11 @@ func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
 }
 
 // queueFull counts and reports a sendWait frame refused because the queue
-// stayed full for wait.
+// stayed full, and no write completed, for wait.
 func (c *connection) queueFull(queued int, wait time.Duration) error {
 	c.nw.drop(dropQueueFull)
-	return fmt.Errorf("send to %s: the send queue held %d bytes, its bound, for %v: %w", c.peer.Name, queued, wait, gen.ErrTimeout)
+	return fmt.Errorf("send to %s: the send queue held %d bytes, its bound, and no write completed for %v: %w",
+		c.peer.Name, queued, wait, gen.ErrTimeout)
 }
 
 func stopTimer(t *time.Timer) {

@@ -33,16 +33,17 @@
 //     everything queued in one write each time it wakes
 //     (Stats().FramesOut/Stats().Writes is the batch). When the queue is
 //     full, Send, SendExit, Call, SendResponse, Link and Monitor toward that
-//     node wait up to SendQueueWait (default 100 ms) for room, then fail
-//     with an error wrapping gen.ErrTimeout, counted in
-//     Stats().Dropped["send_queue_full"]: a slow peer slows its senders
-//     down without holding them up for long or growing memory without
-//     bound. Frames already queued still go out, in order. The runtime's
-//     own frames (down and exit notices, answers the reader makes) never
-//     wait; should they find the queue at twice its bound, the peer is not
-//     reading and the connection is closed (Dropped["send_queue_overflow"]),
-//     which watchers on both sides learn as gen.ErrNoConnection. Nothing
-//     is dropped without a count and, for a sender, an error.
+//     node wait for room while the writer makes progress, so senders go at
+//     the pace the peer reads, without memory growing; when no write
+//     completes for SendQueueWait (default 1 s) the peer has stopped
+//     reading, and they fail with an error wrapping gen.ErrTimeout, counted
+//     in Stats().Dropped["send_queue_full"], instead of hanging. Frames
+//     already queued still go out, in order. The runtime's own frames
+//     (down and exit notices, answers the reader makes) never wait; should
+//     they find the queue at twice its bound, the peer is not reading and
+//     the connection is closed (Dropped["send_queue_overflow"]), which
+//     watchers on both sides learn as gen.ErrNoConnection. Nothing is
+//     dropped without a count and, for a sender, an error.
 //  5. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
 //     when the target is known to be gone, and returns
 //     gen.ErrProcessTerminated when it terminates before answering. A Call,

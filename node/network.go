@@ -27,7 +27,7 @@ const (
 	defaultMaxHandshakes    = 64
 	defaultMaxPeers         = 1024
 	defaultSendQueueBytes   = 256 << 10
-	defaultSendQueueWait    = 100 * time.Millisecond
+	defaultSendQueueWait    = time.Second
 )
 
 // minCookieBytes is the shortest cookie node.Start accepts without a
