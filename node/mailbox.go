@@ -65,27 +65,27 @@ func (r *ring) grow() {
 	r.buf, r.head = buf, 0
 }
 
-// Ring buffer sizes, in slots: the first buffer of a queue has minRing, a
-// drained queue keeps one of at most keptRing, and ringPools recycle the
-// buffers of ringClasses sizes above keptRing (larger ones are left to the
-// garbage collector).
+// Ring buffer sizes, in slots: the first buffer of a ring has minRing, a
+// drained ring keeps one of at most keptRing, and ringPools recycle the
+// buffers of ringClasses sizes, doubling from minRing (larger ones are
+// left to the garbage collector).
 const (
 	minRing     = 8
 	keptRing    = 64
-	ringClasses = 10 // keptRing<<1 up to keptRing<<10: 128 to 64 Ki slots
+	ringClasses = 14 // minRing up to minRing<<13: 8 to 64 Ki slots
 )
 
-// ringPools holds drained ring buffers: class i those of keptRing<<(i+1)
-// slots, every slot nil. A buffer in a pool belongs to no queue; a queue
-// that takes one owns it alone. The garbage collector empties the pools of
-// what nobody reuses.
+// ringPools holds ring buffers that no ring uses any more, drained or
+// outgrown: class i those of minRing<<i slots, every slot nil. A buffer in
+// a pool belongs to no ring; a ring that takes one owns it alone. The
+// garbage collector empties the pools of what nobody reuses.
 var ringPools [ringClasses]sync.Pool
 
 // ringClass returns the pool class of a buffer of size slots, or -1 when
 // buffers of that size are not pooled.
 func ringClass(size int) int {
 	for i := range ringClasses {
-		if size == keptRing<<(i+1) {
+		if size == minRing<<i {
 			return i
 		}
 	}
