@@ -58,12 +58,20 @@ type connection struct {
 	retired   atomic.Bool   // replaced by another connection to the same peer
 	peerGone  atomic.Bool   // the peer sent kindRetire: its end means no loss
 	writerEnd chan struct{} // closed when the writer goroutine returns
-	lastWrite atomic.Int64  // UnixNano of the last write, for keepalives
-	lastRead  atomic.Int64  // UnixNano of the last frame read, for the keepalive timeout
+	lastWrite atomic.Int64  // elapsed() at the last write, for keepalives
+	lastRead  atomic.Int64  // elapsed() at the last frame read, for the keepalive timeout
+	// born is when the connection was made, with Go's monotonic reading:
+	// keepalives measure time since it, so a step of the wall clock neither
+	// tears down a healthy connection nor hides a silent one.
+	born time.Time
 }
+
+// elapsed is the monotonic time since the connection was made, in ns.
+func (c *connection) elapsed() int64 { return int64(time.Since(c.born)) }
 
 func newConnection(nw *network, conn net.Conn, peer handshake.Identity, dialled bool) *connection {
 	return &connection{
+		born:      time.Now(),
 		nw:        nw,
 		conn:      conn,
 		peer:      peer,
@@ -244,21 +252,22 @@ func (c *connection) writeLoop() {
 		panic(fmt.Sprintf("node: encoding a keepalive: %v", err)) // it has no payload: cannot fail
 	}
 	var spare []byte
-	c.lastWrite.Store(time.Now().UnixNano())
-	c.lastRead.Store(time.Now().UnixNano())
+	c.lastWrite.Store(c.elapsed())
+	c.lastRead.Store(c.elapsed())
 	for {
 		select {
 		case <-c.wake:
 			if c.pendingBytes() < batchBytes {
 				runtime.Gosched() // let concurrent senders add to this write
 			}
-		case now := <-ticker.C:
-			if silent := now.UnixNano() - c.lastRead.Load(); silent > int64(timeout) {
+		case <-ticker.C:
+			now := c.elapsed()
+			if silent := now - c.lastRead.Load(); silent > int64(timeout) {
 				c.nw.drop(dropKeepalive)
 				c.teardown(fmt.Errorf("no frame from %s for %v: %w", c.peer.Name, time.Duration(silent), gen.ErrNoConnection))
 				return
 			}
-			if now.UnixNano()-c.lastWrite.Load() < int64(period) || !c.queueIfIdle(keepalive) {
+			if now-c.lastWrite.Load() < int64(period) || !c.queueIfIdle(keepalive) {
 				continue
 			}
 		case <-c.done:
@@ -320,7 +329,7 @@ func (c *connection) writeOut(spare *[]byte) error {
 	_, err := c.conn.Write(buf)
 	c.nw.writes.Add(1)
 	c.nw.bytesOut.Add(uint64(len(buf)))
-	c.lastWrite.Store(time.Now().UnixNano())
+	c.lastWrite.Store(c.elapsed())
 	if cap(buf) <= 2*c.nw.opts.SendQueueBytes {
 		*spare = buf
 	}
@@ -359,7 +368,7 @@ func (c *connection) readLoop() {
 	unstamped := 0   // frames handled since lastRead was stamped
 	for {
 		if unstamped > 0 && (unstamped >= stampEvery || r.Buffered() == 0) {
-			c.lastRead.Store(time.Now().UnixNano())
+			c.lastRead.Store(c.elapsed())
 			unstamped = 0
 		}
 		payload, err := r.Next()
