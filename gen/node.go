@@ -55,7 +55,13 @@ type Node interface {
 	WaitWithTimeout(timeout time.Duration) error
 }
 
-// Network is a node's connections to other nodes.
+// Network is a node's connections to other nodes: one per peer node, each
+// with a bounded send queue that its writer drains in one write per
+// wake-up. A send that finds the queue full waits while the queue drains,
+// and fails with ErrTimeout when no write completed for
+// NetworkOptions.SendQueueWait; Stats counts such refusals
+// (Dropped["send_queue_full"]) and the writes that carried the frames
+// (Writes).
 type Network interface {
 	// RegisterTypes registers the message types that may cross the wire.
 	// Register every type on every node before it exchanges messages;
@@ -95,6 +101,11 @@ type NetworkStats struct {
 	FramesOut          uint64
 	BytesIn            uint64
 	BytesOut           uint64
+	// Writes counts the socket writes that carried FramesOut. Each
+	// connection's writer sends everything queued when it wakes in one
+	// write, so FramesOut/Writes is the average number of frames per
+	// write: above 1 when sends arrive faster than one write takes.
+	Writes uint64
 	// HandshakesRejected counts connections, accepted or dialled, that
 	// ended before or during the handshake (a node stopping ends its own
 	// handshakes without counting them). Rejected breaks it down by reason.
@@ -113,8 +124,11 @@ type NetworkStats struct {
 	NameCollisions uint64
 	// Dropped counts discarded frames and closed connections by reason, such
 	// as "unknown_type", "malformed", "too_large", "keepalive_timeout",
-	// "dial_failed" (frames queued for a dial that failed) and
-	// "handshake_failed" (every rejected handshake).
+	// "dial_failed" (frames queued for a dial that failed),
+	// "handshake_failed" (every rejected handshake), "send_queue_full" (a
+	// send refused with ErrTimeout when its connection wrote nothing for
+	// SendQueueWait; its sender got the error) and "send_queue_overflow" (a connection closed because the
+	// runtime's own frames found its send queue at twice SendQueueBytes).
 	Dropped map[string]uint64
 }
 
@@ -190,10 +204,32 @@ type NetworkOptions struct {
 	MaxHandshakes int
 	// MaxPeers caps the established connections; a new peer beyond it is
 	// refused in the handshake (Rejected["peer_limit"]). Default 1024. With
-	// MaxFrameSize it bounds what peers can make the node hold: each peer
-	// costs at most about MaxFrameSize (its largest frame, allocated as its
-	// bytes arrive) plus 320 KiB of read and write buffers.
+	// MaxFrameSize and SendQueueBytes it bounds what peers can make the
+	// node hold: each peer costs at most about MaxFrameSize (its largest
+	// frame, allocated as its bytes arrive), a 64 KiB read buffer, 16 KiB
+	// of interned names, and four times SendQueueBytes of write buffers
+	// (the queue at its limit for the runtime's own frames, and the batch
+	// being written).
 	MaxPeers int
+	// SendQueueBytes bounds the encoded frames waiting for one
+	// connection's writer, in bytes. Default 256 KiB. A frame is queued
+	// while the queue holds less than this, so one frame of any size up to
+	// MaxFrameSize always fits. When the queue is full, a process's send
+	// waits for room (see SendQueueWait); the runtime's own frames (down
+	// and exit notices, answers) never wait and may fill it to
+	// twice the bound, past which the peer is not reading and the
+	// connection is closed (Dropped["send_queue_overflow"]).
+	SendQueueBytes int
+	// SendQueueWait bounds how long Send, SendExit, Call, SendResponse,
+	// Link and Monitor toward another node wait on a full send queue
+	// without progress: they wait while the connection's writer completes
+	// writes (each frees the queue), so a sender goes at the pace the peer
+	// reads, and fail with an error wrapping ErrTimeout (counted as
+	// Dropped["send_queue_full"]) once no write has completed for this
+	// long: the peer has stopped reading. Default 1s, longer than a
+	// garbage collection or scheduling stall of a loaded peer, shorter
+	// than KeepAliveTimeout's default. A negative value fails at once.
+	SendQueueWait time.Duration
 }
 
 // AcceptorOptions say where a node listens.

@@ -121,7 +121,10 @@ type Process interface {
 	// Atom naming a local registered process. A nil error means the message
 	// was accepted for delivery (queued locally, queued for the peer's
 	// connection, or queued while that connection is dialled), not that it
-	// was handled.
+	// was handled. A local target's full mailbox fails it with
+	// ErrProcessMailboxFull; a remote node's full send queue makes it wait
+	// while the queue drains, and fail with ErrTimeout when nothing was
+	// written for NetworkOptions.SendQueueWait.
 	Send(to any, message any) error
 	// SendAfter sends message after the delay. The returned CancelFunc
 	// reports whether it stopped the send.

@@ -35,10 +35,12 @@ func TestUnwritableStateFileStopsVotingUntilItRecovers(t *testing.T) {
 	leaderIdx, _ := c.waitOneLeader(all(3))
 	victim := without(all(3), leaderIdx)[0]
 	start := time.Now()
-	// Removing its directory makes every write fail, even for root. A state
+	// Moving its directory away makes every write fail, even for root (a
+	// rename, not a removal, which a write in progress could race). A state
 	// file is written when the term, vote or view changes: a new election
 	// makes the victim write, and fail.
-	require.NoError(t, os.RemoveAll(filepath.Join(dirs[victim], "state")))
+	stateDir := filepath.Join(dirs[victim], "state")
+	require.NoError(t, os.Rename(stateDir, stateDir+".gone"))
 	require.NoError(t, leader.StepDownLeader(c.nodes[leaderIdx], c.pids[leaderIdx]))
 	require.Eventually(t, func() bool {
 		v := c.inspect(victim, "ergo:storage_error", "ergo:state")
@@ -50,7 +52,7 @@ func TestUnwritableStateFileStopsVotingUntilItRecovers(t *testing.T) {
 	require.Eventually(t, func() bool { return len(c.leaders(survivors)) == 1 }, settle, poll, "the others elect a leader meanwhile")
 	t.Logf("failed and replaced after %s", time.Since(start))
 
-	require.NoError(t, os.MkdirAll(filepath.Join(dirs[victim], "state"), 0o700))
+	require.NoError(t, os.MkdirAll(stateDir, 0o700))
 	require.Eventually(t, func() bool {
 		v := c.inspect(victim, "ergo:storage_error", "ergo:view_size")
 		return v["ergo:storage_error"] == "" && v["ergo:view_size"] == "3"

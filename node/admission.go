@@ -182,11 +182,11 @@ const (
 // dialled again, it gave up on the old connection, which is retired. A first
 // connection beyond MaxPeers is refused. Called with nw.mu held.
 func (nw *network) verdictLocked(peer handshake.Identity, dialled bool) (int, *connection, error) {
-	old := nw.conns[peer.Name]
+	old := nw.existing(peer.Name)
 	switch {
 	case old == nil:
-		if len(nw.conns) >= nw.opts.MaxPeers {
-			return 0, nil, refuse(rejectPeerLimit, "%s would be peer %d of at most %d: %w", peer.Name, len(nw.conns)+1, nw.opts.MaxPeers, gen.ErrTooLarge)
+		if peers := len(nw.connTable()); peers >= nw.opts.MaxPeers {
+			return 0, nil, refuse(rejectPeerLimit, "%s would be peer %d of at most %d: %w", peer.Name, peers+1, nw.opts.MaxPeers, gen.ErrTooLarge)
 		}
 		return verdictFirst, nil, nil
 	case peer.Creation > old.peer.Creation:
@@ -237,12 +237,14 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 	case verdictRetireNew:
 		keep, retire = old, c
 	}
-	nw.conns[name] = keep
+	nw.setConnLocked(name, keep)
 	nw.handOverLocked(nw.dialing[name], keep)
 	if d != nil && nw.dialing[name] == d {
 		delete(nw.dialing, name)
-		delete(nw.backoff, name)
 	}
+	failedDials := nw.backoff[name].failures
+	delete(nw.backoff, name) // connected, whichever side dialled: no more waiting
+
 	nw.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -256,6 +258,10 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 		stale.teardown(reason)
 		nw.node.rel.nodeDown(name)
 	}
-	nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
+	if failedDials > 0 {
+		nw.node.log.Info("connected to %s (creation %d) after %d failed dials", name, c.peer.Creation, failedDials)
+	} else {
+		nw.node.log.Debug("connected to %s (creation %d)", name, c.peer.Creation)
+	}
 	return nil
 }

@@ -18,46 +18,60 @@ import (
 	"github.com/regent-go/regent/node/internal/handshake"
 )
 
-// readBufferSize is the reader's buffer; writeout batches of up to
-// batchBytes make the writer yield once so that more sends join them.
+// readBufferSize is the reader's buffer. A writer woken for fewer than
+// batchBytes yields once before it writes, so that concurrent sends join
+// the batch.
 const (
-	readBufferSize  = 64 << 10
-	batchBytes      = 16 << 10
-	maxPendingBytes = 256 << 10
+	readBufferSize = 64 << 10
+	batchBytes     = 16 << 10
 )
 
 // graceTimeout bounds how long a graceful close waits for the peer to close
 // its side after ours has flushed.
 const graceTimeout = time.Second
 
-// connection is one authenticated connection to a peer node. Senders append
-// encoded frames to buf; the writer goroutine swaps buf out and writes it
-// in one call, so many small sends share a syscall, and sends from one
-// goroutine keep their order. The reader goroutine decodes frames and hands
-// them to the node.
+// connection is one authenticated connection to a peer node. A send encodes
+// its frame into a scratch buffer of its own, then appends the bytes to out
+// under mu; the writer goroutine swaps out for an empty buffer and writes
+// the whole batch in one call, so many small sends share a syscall and the
+// frames of one sender keep their order. out is bounded (see sendMode). The
+// reader goroutine decodes frames and hands them to the node.
 type connection struct {
 	nw      *network
 	conn    net.Conn
 	peer    handshake.Identity
 	dialled bool // this node dialled it
 
-	mu        sync.Mutex // guards buf and closed
-	drained   sync.Cond  // on mu: the writer took buf; senders waiting for room go on
-	buf       []byte
-	closed    bool
-	wake      chan struct{} // capacity 1: buf has data
+	// mu guards out, closed and room. It is held only to append a frame's
+	// bytes or to swap out for an empty buffer: never while encoding,
+	// writing or waiting. network.mu may be held when taking it, never the
+	// other way round.
+	mu     sync.Mutex
+	out    []byte        // encoded frames, headers included, in queue order
+	closed bool          // no frame is queued any more
+	room   chan struct{} // made by a sender waiting for room; closed by the writer when it takes out
+
+	wake      chan struct{} // capacity 1: out went from empty to not empty
 	done      chan struct{} // closed by shutdown or teardown
 	endOnce   sync.Once
 	flush     atomic.Bool   // shutdown: the writer flushes before closing
 	retired   atomic.Bool   // replaced by another connection to the same peer
 	peerGone  atomic.Bool   // the peer sent kindRetire: its end means no loss
 	writerEnd chan struct{} // closed when the writer goroutine returns
-	lastWrite atomic.Int64  // UnixNano of the last write, for keepalives
-	lastRead  atomic.Int64  // UnixNano of the last frame read, for the keepalive timeout
+	lastWrite atomic.Int64  // elapsed() at the last write, for keepalives
+	lastRead  atomic.Int64  // elapsed() at the last frame read, for the keepalive timeout
+	// born is when the connection was made, with Go's monotonic reading:
+	// keepalives measure time since it, so a step of the wall clock neither
+	// tears down a healthy connection nor hides a silent one.
+	born time.Time
 }
 
+// elapsed is the monotonic time since the connection was made, in ns.
+func (c *connection) elapsed() int64 { return int64(time.Since(c.born)) }
+
 func newConnection(nw *network, conn net.Conn, peer handshake.Identity, dialled bool) *connection {
-	c := &connection{
+	return &connection{
+		born:      time.Now(),
 		nw:        nw,
 		conn:      conn,
 		peer:      peer,
@@ -66,56 +80,138 @@ func newConnection(nw *network, conn net.Conn, peer handshake.Identity, dialled 
 		done:      make(chan struct{}),
 		writerEnd: make(chan struct{}),
 	}
-	c.drained.L = &c.mu
-	return c
 }
 
-// send encodes env and queues it. An unencodable payload (for example an
-// unregistered type) fails here and nothing is queued.
-//
-// When more than maxPendingBytes wait for the writer, send blocks until it
-// catches up: a peer that reads slower than we send slows the senders down
-// instead of growing memory without bound.
-func (c *connection) send(env *envelope) error {
-	c.mu.Lock()
-	for len(c.buf) >= maxPendingBytes && !c.closed {
-		c.drained.Wait()
+// sendMode says what queueing a frame does when the connection's queue
+// holds SendQueueBytes or more (gen.NetworkOptions).
+type sendMode uint8
+
+const (
+	// sendWait is a process's own operation (Send, SendExit, Call,
+	// SendResponse, Inspect, Link, Monitor): it waits for room while the
+	// writer makes progress, so a sender goes at the pace the peer reads;
+	// when no write completes for SendQueueWait it fails with an error
+	// wrapping gen.ErrTimeout, counted as Dropped["send_queue_full"].
+	// Frames already queued keep their order; the refused one is the
+	// sender's to retry.
+	sendWait sendMode = iota
+	// sendControl is a frame the runtime sends on its own: down and exit
+	// notices, the reader's answers, unwatch, retire. It never waits (its
+	// sender may be this connection's reader) and may take the queue to
+	// twice its bound. Past that the peer does not read what it causes us
+	// to send, and the connection is closed (Dropped
+	// ["send_queue_overflow"]): watchers on both sides then learn
+	// gen.ErrNoConnection, so no notice is lost without a trace.
+	sendControl
+	// sendHandover carries the frames queued while the connection was
+	// dialled; the dial queue bounded them already.
+	sendHandover
+)
+
+// scratch is the buffer one send encodes its frame into before taking the
+// connection's lock. Sends borrow one from scratchPool and return it once
+// the bytes are copied into a queue; nothing else holds it meanwhile.
+type scratch struct{ b []byte }
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{b: make([]byte, 0, 512)} }}
+
+// maxScratch is the largest buffer returned to scratchPool; the buffers of
+// larger frames are left to the garbage collector.
+const maxScratch = 64 << 10
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	if cap(s.b) <= maxScratch {
+		s.b = s.b[:0]
+		scratchPool.Put(s)
 	}
-	if c.closed {
-		c.mu.Unlock()
-		if c.retired.Load() {
-			return errRetired
-		}
-		return fmt.Errorf("send to %s: %w", c.peer.Name, gen.ErrNoConnection)
-	}
-	out, err := c.nw.appendFrame(c.buf, env)
+}
+
+// sendControl encodes env and queues it as a sendControl frame. An
+// unencodable payload fails here and nothing is queued.
+func (c *connection) sendControl(env *envelope) error {
+	s := getScratch()
+	defer putScratch(s)
+	f, err := c.nw.appendFrame(s.b[:0], env)
+	s.b = f
 	if err != nil {
-		c.mu.Unlock()
 		return fmt.Errorf("send to %s: %w", c.peer.Name, err)
 	}
-	c.buf = out
-	c.mu.Unlock()
-	c.nw.framesOut.Add(1)
-	c.wakeWriter()
-	return nil
+	return c.enqueue(f, 1, sendControl)
 }
 
-// appendFrames queues count frames encoded earlier, without waiting for
-// room: they were sent while the connection was being dialled.
-func (c *connection) appendFrames(frames []byte, count int) error {
-	if count == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	if c.closed {
+// enqueue appends count encoded frames to the queue and wakes the writer
+// if the queue was empty. What it does when the queue is full depends on
+// mode. It fails with errRetired on a connection replaced by another one to
+// the same peer, and with gen.ErrNoConnection on a closed one.
+func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
+	var timer *time.Timer
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			stopTimer(timer)
+			if c.retired.Load() {
+				return errRetired
+			}
+			return fmt.Errorf("send to %s: %w", c.peer.Name, gen.ErrNoConnection)
+		}
+		queued, limit := len(c.out), c.nw.opts.SendQueueBytes
+		if queued < limit || mode == sendHandover || (mode == sendControl && queued < 2*limit) {
+			c.out = append(c.out, frames...)
+			c.mu.Unlock()
+			stopTimer(timer)
+			c.nw.framesOut.Add(uint64(count))
+			if queued == 0 {
+				c.wakeWriter()
+			}
+			return nil
+		}
+		if mode == sendControl {
+			c.mu.Unlock()
+			c.nw.drop(dropQueueOverflow)
+			err := fmt.Errorf("send to %s: %d bytes wait for the writer, twice the bound of %d: the peer does not read: %w",
+				c.peer.Name, queued, limit, gen.ErrNoConnection)
+			c.nw.logs.Warning("overflow", "closing the connection to %s: %v", c.peer.Name, err)
+			c.teardown(err)
+			return err
+		}
+		room := c.room
+		if room == nil {
+			room = make(chan struct{})
+			c.room = room
+		}
 		c.mu.Unlock()
-		return fmt.Errorf("hand %d queued frames to %s: %w", count, c.peer.Name, gen.ErrNoConnection)
+		wait := c.nw.opts.SendQueueWait
+		if wait <= 0 {
+			return c.queueFull(queued, 0)
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-room: // the writer took the queue: progress, so wait afresh if it is full again
+			timer.Reset(wait)
+		case <-c.done: // closed: the next round says how
+		case <-timer.C:
+			return c.queueFull(queued, wait)
+		}
 	}
-	c.buf = append(c.buf, frames...)
-	c.mu.Unlock()
-	c.nw.framesOut.Add(uint64(count))
-	c.wakeWriter()
-	return nil
+}
+
+// queueFull counts and reports a sendWait frame refused because the queue
+// stayed full, and no write completed, for wait.
+func (c *connection) queueFull(queued int, wait time.Duration) error {
+	c.nw.drop(dropQueueFull)
+	return fmt.Errorf("send to %s: the send queue held %d bytes, its bound, and no write completed for %v: %w",
+		c.peer.Name, queued, wait, gen.ErrTimeout)
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
 }
 
 func (c *connection) wakeWriter() {
@@ -142,33 +238,38 @@ func (nw *network) appendFrame(dst []byte, env *envelope) ([]byte, error) {
 	return out, nil
 }
 
+// writeLoop is the connection's writer: on each wake-up it writes whatever
+// is queued in one call. It also sends keepalives on an idle connection and
+// closes one whose peer stayed silent past KeepAliveTimeout.
 func (c *connection) writeLoop() {
 	defer c.nw.wg.Done()
 	defer close(c.writerEnd)
 	period, timeout := c.nw.opts.KeepAlivePeriod, c.nw.opts.KeepAliveTimeout
 	ticker := time.NewTicker(min(period, timeout/4) / 2)
 	defer ticker.Stop()
+	keepalive, err := c.nw.appendFrame(nil, &envelope{kind: kindKeepalive})
+	if err != nil {
+		panic(fmt.Sprintf("node: encoding a keepalive: %v", err)) // it has no payload: cannot fail
+	}
 	var spare []byte
-	c.lastWrite.Store(time.Now().UnixNano())
-	c.lastRead.Store(time.Now().UnixNano())
+	c.lastWrite.Store(c.elapsed())
+	c.lastRead.Store(c.elapsed())
 	for {
 		select {
 		case <-c.wake:
 			if c.pendingBytes() < batchBytes {
 				runtime.Gosched() // let concurrent senders add to this write
 			}
-		case now := <-ticker.C:
-			if silent := now.UnixNano() - c.lastRead.Load(); silent > int64(timeout) {
+		case <-ticker.C:
+			now := c.elapsed()
+			if silent := now - c.lastRead.Load(); silent > int64(timeout) {
 				c.nw.drop(dropKeepalive)
 				c.teardown(fmt.Errorf("no frame from %s for %v: %w", c.peer.Name, time.Duration(silent), gen.ErrNoConnection))
 				return
 			}
-			if now.UnixNano()-c.lastWrite.Load() >= int64(period) {
-				if err := c.send(&envelope{kind: kindKeepalive}); err != nil {
-					return
-				}
+			if now-c.lastWrite.Load() < int64(period) || !c.queueIfIdle(keepalive) {
+				continue
 			}
-			continue
 		case <-c.done:
 			if c.flush.Load() {
 				err := c.conn.SetWriteDeadline(time.Now().Add(graceTimeout))
@@ -191,27 +292,45 @@ func (c *connection) writeLoop() {
 	}
 }
 
+// queueIfIdle queues frame, a keepalive, when nothing else is queued, and
+// reports whether it did. The writer calls it, so it never waits for room.
+func (c *connection) queueIfIdle(frame []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.out) > 0 {
+		return false
+	}
+	c.out = append(c.out, frame...)
+	c.nw.framesOut.Add(1)
+	return true
+}
+
 func (c *connection) pendingBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.buf)
+	return len(c.out)
 }
 
-// writeOut writes everything queued; spare is the buffer reused next time.
+// writeOut writes everything queued in one call and releases the senders
+// waiting for room; spare is the buffer swapped in, reused next time.
 func (c *connection) writeOut(spare *[]byte) error {
 	c.mu.Lock()
-	buf := c.buf
-	c.buf = (*spare)[:0]
-	c.drained.Broadcast()
+	buf := c.out
+	c.out = (*spare)[:0]
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
 	c.mu.Unlock()
 	if len(buf) == 0 {
 		*spare = buf
 		return nil
 	}
 	_, err := c.conn.Write(buf)
+	c.nw.writes.Add(1)
 	c.nw.bytesOut.Add(uint64(len(buf)))
-	c.lastWrite.Store(time.Now().UnixNano())
-	if cap(buf) <= 2*maxPendingBytes {
+	c.lastWrite.Store(c.elapsed())
+	if cap(buf) <= 2*c.nw.opts.SendQueueBytes {
 		*spare = buf
 	}
 	if err != nil {
@@ -232,28 +351,41 @@ func (c *connection) closeWrite() {
 	c.conn.Close()
 }
 
+// stampEvery bounds how many frames the reader handles before it records
+// the time in lastRead, when they arrive faster than it reads them.
+const stampEvery = 256
+
 // readLoop decodes frames until the connection ends. The keepalive timeout
 // is enforced by the writer's ticker, which watches lastRead, so reading
-// needs no per-frame deadline.
+// needs no per-frame deadline. lastRead is stamped once per batch of frames
+// that one read brought (before the reader reads the stream again), not
+// once per frame.
 func (c *connection) readLoop() {
 	defer c.nw.wg.Done()
 	r := frame.NewReader(bufio.NewReaderSize(c.conn, readBufferSize), c.nw.opts.MaxFrameSize)
+	fd := newFrameDecoder(c.nw.reg)
+	var env envelope // reused: nothing keeps it past receive, only its values
+	unstamped := 0   // frames handled since lastRead was stamped
 	for {
+		if unstamped > 0 && (unstamped >= stampEvery || r.Buffered() == 0) {
+			c.lastRead.Store(c.elapsed())
+			unstamped = 0
+		}
 		payload, err := r.Next()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
-		c.lastRead.Store(time.Now().UnixNano())
+		unstamped++
 		c.nw.framesIn.Add(1)
 		c.nw.bytesIn.Add(uint64(len(payload) + frame.HeaderSize))
-		env, err := decodeEnvelope(payload, c.nw.reg)
+		err = fd.decode(payload, &env)
 		switch {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):
 			c.nw.drop(dropUnknownType)
 			c.nw.logs.Warning("frame", "dropped a frame from %s: %v", c.peer.Name, err)
-			c.nw.node.refuseUnknown(c, env, err)
+			c.nw.node.refuseUnknown(c, &env, err)
 			continue
 		default:
 			c.nw.drop(dropMalformed)
@@ -267,7 +399,7 @@ func (c *connection) readLoop() {
 		case kindRetire:
 			c.peerGone.Store(true)
 		default:
-			c.nw.node.receive(c, env)
+			c.nw.node.receive(c, &env)
 		}
 	}
 }
@@ -322,7 +454,7 @@ var errRetired = errors.New("connection retired")
 // this node down; it still reads everything the peer wrote before its end.
 func (c *connection) retire() {
 	c.retired.Store(true)
-	if err := c.send(&envelope{kind: kindRetire}); err != nil {
+	if err := c.sendControl(&envelope{kind: kindRetire}); err != nil {
 		c.nw.node.log.Debug("retiring the connection to %s: %v", c.peer.Name, err)
 	}
 	c.shutdown()
@@ -346,9 +478,9 @@ func (c *connection) end(graceful bool, reason error) {
 		c.flush.Store(graceful)
 		c.mu.Lock()
 		c.closed = true
-		c.drained.Broadcast()
 		c.mu.Unlock()
-		close(c.done)
+		close(c.done) // wakes the writer, and the senders waiting for room
+
 	})
 	if graceful {
 		return

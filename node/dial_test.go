@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/syncbuf"
+	"github.com/regent-go/regent/node"
 )
 
 // patientNet are network options under which only the test ends a dial (the
@@ -211,4 +215,59 @@ func TestStopDuringHangingDial(t *testing.T) {
 			goleak.VerifyNone(t, ignore)
 		})
 	}
+}
+
+// levelLines returns the lines of logs at level (slog's text form) that
+// contain text.
+func levelLines(logs, level, text string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level="+level) && strings.Contains(line, text) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func TestRepeatedDialFailuresAreLoggedOnceThenQuietly(t *testing.T) {
+	addr := freeAddr(t)
+	peer := gen.Atom("later@" + addr) // dialled at its port, where nobody listens yet
+	logs := &syncbuf.Buffer{}
+	a, err := node.Start("redialer@127.0.0.1", gen.NodeOptions{
+		Network: fastNet(testCookie),
+		Log:     gen.LogOptions{Level: gen.LogLevelDebug, Handler: slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})},
+	})
+	require.NoError(t, err)
+	t.Cleanup(a.Stop)
+	target := gen.PID{Node: peer, ID: 1001, Creation: 1}
+
+	again := func() []string { return levelLines(logs.String(), "DEBUG", "dial to "+string(peer)+" failed again") }
+	require.Eventually(t, func() bool {
+		_ = a.Send(target, "knock") // fails fast during the backoff; starts a dial after it
+		return len(again()) >= 2
+	}, wait, time.Millisecond)
+
+	t.Run("the first failure is a warning and the later ones are debug lines with the count", func(t *testing.T) {
+		require.Len(t, levelLines(logs.String(), "WARN", "dial to "+string(peer)+" failed"), 1)
+		for i, line := range again()[:2] {
+			require.Contains(t, line, fmt.Sprintf("%d failures in a row", i+2))
+		}
+		require.Positive(t, a.Network().Stats().Dropped["dial_failed"])
+	})
+
+	t.Run("the connection that ends the run is logged at info with the number of failed dials", func(t *testing.T) {
+		b, err := node.Start(peer, gen.NodeOptions{Network: fastNet(testCookie), Log: gen.LogOptions{Level: gen.LogLevelError}})
+		require.NoError(t, err)
+		t.Cleanup(b.Stop)
+		require.Eventually(t, func() bool {
+			_ = a.Send(target, "knock")
+			return len(a.Network().Nodes()) == 1
+		}, wait, time.Millisecond)
+		// One dial at a time: every failed one ended before the one that
+		// worked (its line may be written a moment after).
+		require.Eventually(t, func() bool {
+			line := fmt.Sprintf("connected to %s (creation %d) after %d failed dials", peer, b.Creation(), 1+len(again()))
+			return len(levelLines(logs.String(), "INFO", line)) == 1
+		}, wait, time.Millisecond)
+	})
 }

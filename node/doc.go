@@ -28,26 +28,42 @@
 //     4096 messages or 16 × MaxFrameSize bytes wait per node; beyond that,
 //     and during the backoff after a failed dial, Send fails with
 //     gen.ErrNoConnection. No route fails it with gen.ErrNoRoute.
-//  4. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
+//  4. Each connection queues at most NetworkOptions.SendQueueBytes (default
+//     256 KiB) of encoded frames for its writer goroutine, which sends
+//     everything queued in one write each time it wakes
+//     (Stats().FramesOut/Stats().Writes is the batch). When the queue is
+//     full, Send, SendExit, Call, SendResponse, Link and Monitor toward that
+//     node wait for room while the writer makes progress, so senders go at
+//     the pace the peer reads, without memory growing; when no write
+//     completes for SendQueueWait (default 1 s) the peer has stopped
+//     reading, and they fail with an error wrapping gen.ErrTimeout, counted
+//     in Stats().Dropped["send_queue_full"], instead of hanging. Frames
+//     already queued still go out, in order. The runtime's own frames
+//     (down and exit notices, answers the reader makes) never wait; should
+//     they find the queue at twice its bound, the peer is not reading and
+//     the connection is closed (Dropped["send_queue_overflow"]), which
+//     watchers on both sides learn as gen.ErrNoConnection. Nothing is
+//     dropped without a count and, for a sender, an error.
+//  5. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
 //     when the target is known to be gone, and returns
 //     gen.ErrProcessTerminated when it terminates before answering. A Call,
 //     Monitor or Link toward a node being dialled returns (or is told, by a
 //     Down, an exit signal or gen.MessageDownNode) gen.ErrNoConnection as
 //     soon as the dial fails, as when a connection is lost.
-//  5. A remote Monitor or Link returns without waiting for the target's node:
+//  6. A remote Monitor or Link returns without waiting for the target's node:
 //     an unknown remote target is reported by a Down (or exit signal) with
 //     gen.ErrProcessUnknown. To be sure the watch is in place before acting
 //     on the target from elsewhere, make any request to that node first
 //     (frames on one connection are handled in order).
-//  6. Stop waits for every running callback to return; a callback that never
+//  7. Stop waits for every running callback to return; a callback that never
 //     returns keeps Stop waiting (use StopForce then). Kill and Stop cut short
 //     a Call the process is waiting in; other blocking code is not
 //     interrupted.
-//  7. Messages between two nodes keep their order, except across the moment
+//  8. Messages between two nodes keep their order, except across the moment
 //     when both nodes dialled each other at once and one of the two
 //     connections is retired (nothing is lost then, but the two streams may
 //     interleave).
-//  8. A networked node needs a cookie (gen.ErrEmptyCookie otherwise, unless
+//  9. A networked node needs a cookie (gen.ErrEmptyCookie otherwise, unless
 //     NetworkOptions.InsecureOpen), and refuses what it cannot afford:
 //     accepted connections beyond MaxHandshakes in their handshake, peers
 //     beyond MaxPeers, a second node under a connected name with an older

@@ -33,6 +33,29 @@ func TestQueue(t *testing.T) {
 		_, ok := q.Pop()
 		require.False(t, ok)
 	})
+	t.Run("a drained queue gives its large buffer back holding nothing, and keeps no buffer", func(t *testing.T) {
+		var q queue
+		for round := 0; round < 20; round++ {
+			for i := 0; i < 200; i++ {
+				require.True(t, q.Push(&[4]int{round, i}))
+			}
+			for i := 0; i < 200; i++ {
+				v, ok := q.Pop()
+				require.True(t, ok)
+				require.Equal(t, &[4]int{round, i}, v)
+			}
+			require.Nil(t, q.in.buf, "a buffer above keptRing slots goes back to its pool")
+			require.Nil(t, q.out.buf, "a buffer above keptRing slots goes back to its pool")
+		}
+		for size := keptRing * 2; size <= 256; size *= 2 {
+			if b, ok := ringPools[ringClass(size)].Get().(*[]any); ok {
+				require.Len(t, *b, size)
+				for i, v := range *b {
+					require.Nil(t, v, "slot %d of a pooled buffer of %d still holds an item", i, size)
+				}
+			}
+		}
+	})
 	t.Run("a limited queue refuses pushes beyond its limit", func(t *testing.T) {
 		q := queue{limit: 2}
 		require.True(t, q.Push(1))
@@ -114,7 +137,8 @@ func (q *mpsc) Pop() (any, bool) {
 }
 
 // BenchmarkMailboxQueue pushes from two producers while one consumer pops:
-// the mutex ring Regent uses against the lock-free linked queue. x-baseline
+// Regent's queue (producers' ring under a mutex, swapped for the
+// consumer's in batches) against the lock-free linked queue. x-baseline
 // is the ring's time over the linked queue's.
 func BenchmarkMailboxQueue(b *testing.B) {
 	run := func(push func(any) bool, pop func() (any, bool), count int) {

@@ -26,6 +26,8 @@ const (
 	defaultBackoffMax       = 5 * time.Second
 	defaultMaxHandshakes    = 64
 	defaultMaxPeers         = 1024
+	defaultSendQueueBytes   = 256 << 10
+	defaultSendQueueWait    = time.Second
 )
 
 // minCookieBytes is the shortest cookie node.Start accepts without a
@@ -44,6 +46,8 @@ const (
 	dropUnexpectedFrame = "unexpected_frame"
 	dropDialFailed      = "dial_failed"
 	dropRetireFlush     = "retire_flush_failed"
+	dropQueueFull       = "send_queue_full"
+	dropQueueOverflow   = "send_queue_overflow"
 )
 
 // maxQueuedFrames bounds the frames waiting for a dial to one node; their
@@ -69,9 +73,16 @@ type network struct {
 	ctx      context.Context
 	cancel   context.CancelFunc // ends dials in progress when the network closes
 
-	mu        sync.Mutex // guards the fields below; taken before connection.mu, never after
+	// conns points to the table of established connections by peer name.
+	// The map is never modified once published: writers, holding mu, store
+	// a changed copy (setConnLocked), so every send finds its connection
+	// with one atomic load and no lock, and readers under mu see the same
+	// table as writers. A connection found there may be closing; its send
+	// says so.
+	conns atomic.Pointer[map[gen.Atom]*connection]
+
+	mu        sync.Mutex // guards the fields below and orders changes of conns; taken before connection.mu, never after
 	closed    bool
-	conns     map[gen.Atom]*connection
 	routes    map[gen.Atom]string
 	dialing   map[gen.Atom]*dialAttempt
 	backoff   map[gen.Atom]backoffState
@@ -80,10 +91,10 @@ type network struct {
 
 	logs *limitedLog // the network's repeated-failure log lines
 
-	framesIn, framesOut, bytesIn, bytesOut, rejected atomic.Uint64
-	countMu                                          sync.Mutex // guards dropped and rejectedBy; taken last
-	dropped                                          map[string]uint64
-	rejectedBy                                       map[string]uint64
+	framesIn, framesOut, bytesIn, bytesOut, writes, rejected atomic.Uint64
+	countMu                                                  sync.Mutex // guards dropped and rejectedBy; taken last
+	dropped                                                  map[string]uint64
+	rejectedBy                                               map[string]uint64
 }
 
 // dialAttempt is a dial running in the background and the frames sent to
@@ -95,10 +106,14 @@ type dialAttempt struct {
 	count  int    // how many frames are in frames
 }
 
-// backoffState is when the next dial to a node may start after failures.
+// backoffState is when the next dial to a node may start after failures,
+// and how many dials in a row failed: the first failure is logged at
+// Warning, the later ones at Debug, and the connection that ends the run
+// at Info with the count.
 type backoffState struct {
-	next time.Time
-	wait time.Duration
+	next     time.Time
+	wait     time.Duration
+	failures int
 }
 
 // orDefault sets *v to def when it holds the zero value.
@@ -118,6 +133,8 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 	orDefault(&o.ReconnectBackoffMax, defaultBackoffMax)
 	orDefault(&o.MaxHandshakes, defaultMaxHandshakes)
 	orDefault(&o.MaxPeers, defaultMaxPeers)
+	orDefault(&o.SendQueueBytes, defaultSendQueueBytes)
+	orDefault(&o.SendQueueWait, defaultSendQueueWait)
 	switch {
 	case o.Cookie == "" && !o.InsecureOpen:
 		return o, fmt.Errorf("no cookie, and InsecureOpen is not set: every node without a cookie could join: %w", gen.ErrEmptyCookie)
@@ -125,8 +142,8 @@ func withDefaults(o gen.NetworkOptions) (gen.NetworkOptions, error) {
 		return o, fmt.Errorf("InsecureOpen with a Cookie: choose one: %w", gen.ErrIncorrect)
 	case o.TLSVerifyNodeName && o.TLS == nil:
 		return o, fmt.Errorf("TLSVerifyNodeName without TLS: %w", gen.ErrIncorrect)
-	case o.MaxHandshakes < 0 || o.MaxPeers < 0:
-		return o, fmt.Errorf("negative MaxHandshakes %d or MaxPeers %d: %w", o.MaxHandshakes, o.MaxPeers, gen.ErrIncorrect)
+	case o.MaxHandshakes < 0 || o.MaxPeers < 0 || o.SendQueueBytes < 0:
+		return o, fmt.Errorf("negative MaxHandshakes %d, MaxPeers %d or SendQueueBytes %d: %w", o.MaxHandshakes, o.MaxPeers, o.SendQueueBytes, gen.ErrIncorrect)
 	case o.KeepAlivePeriod < 0 || o.KeepAliveTimeout <= o.KeepAlivePeriod:
 		return o, fmt.Errorf("KeepAliveTimeout %v must exceed KeepAlivePeriod %v: %w", o.KeepAliveTimeout, o.KeepAlivePeriod, gen.ErrIncorrect)
 	case o.MaxFrameSize < 64:
@@ -142,7 +159,6 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		node:       n,
 		disabled:   options.Mode == gen.NetworkModeDisabled,
 		registry:   registry{reg: codec.NewRegistry()},
-		conns:      make(map[gen.Atom]*connection),
 		routes:     make(map[gen.Atom]string),
 		dialing:    make(map[gen.Atom]*dialAttempt),
 		backoff:    make(map[gen.Atom]backoffState),
@@ -151,6 +167,7 @@ func newNetwork(n *node, options gen.NetworkOptions) (*network, error) {
 		dropped:    make(map[string]uint64),
 		rejectedBy: make(map[string]uint64),
 	}
+	nw.conns.Store(&map[gen.Atom]*connection{})
 	nw.ctx, nw.cancel = context.WithCancel(context.Background())
 	if nw.disabled {
 		return nw, nil
@@ -211,12 +228,11 @@ func (nw *network) RemoveRoute(name gen.Atom) error {
 }
 
 func (nw *network) Nodes() []gen.Atom {
-	nw.mu.Lock()
-	out := make([]gen.Atom, 0, len(nw.conns))
-	for name := range nw.conns {
+	conns := nw.connTable()
+	out := make([]gen.Atom, 0, len(conns))
+	for name := range conns {
 		out = append(out, name)
 	}
-	nw.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
@@ -239,7 +255,7 @@ func (nw *network) AcceptorAddress() string {
 
 func (nw *network) Stats() gen.NetworkStats {
 	nw.mu.Lock()
-	conns, accepting := len(nw.conns), nw.accepting
+	conns, accepting := len(nw.connTable()), nw.accepting
 	nw.mu.Unlock()
 	s := gen.NetworkStats{
 		Connections:        conns,
@@ -248,6 +264,7 @@ func (nw *network) Stats() gen.NetworkStats {
 		FramesOut:          nw.framesOut.Load(),
 		BytesIn:            nw.bytesIn.Load(),
 		BytesOut:           nw.bytesOut.Load(),
+		Writes:             nw.writes.Load(),
 		HandshakesRejected: nw.rejected.Load(),
 		Dropped:            make(map[string]uint64),
 		Rejected:           make(map[string]uint64),
@@ -273,11 +290,28 @@ func (nw *network) dropN(reason string, n int) {
 	nw.countMu.Unlock()
 }
 
-// existing returns the established connection to name, or nil.
+// existing returns the established connection to name, or nil. It takes
+// no lock: every send calls it.
 func (nw *network) existing(name gen.Atom) *connection {
-	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	return nw.conns[name]
+	return (*nw.conns.Load())[name]
+}
+
+// connTable returns the current table of established connections; the
+// caller must not modify it.
+func (nw *network) connTable() map[gen.Atom]*connection {
+	return *nw.conns.Load()
+}
+
+// setConnLocked publishes a copy of the table with name mapped to c, or
+// without name when c is nil. Called with nw.mu held.
+func (nw *network) setConnLocked(name gen.Atom, c *connection) {
+	next := maps.Clone(nw.connTable())
+	if c == nil {
+		delete(next, name)
+	} else {
+		next[name] = c
+	}
+	nw.conns.Store(&next)
 }
 
 // routeLocked returns the address to dial for name. Called with nw.mu held.
@@ -306,7 +340,7 @@ func (nw *network) queue(name gen.Atom, frames []byte, count int) (queued bool, 
 	if nw.closed {
 		return false, fmt.Errorf("connect to %s: %w: %w", name, gen.ErrNoConnection, gen.ErrNodeTerminated)
 	}
-	if nw.conns[name] != nil {
+	if nw.existing(name) != nil {
 		return false, nil
 	}
 	d := nw.dialing[name]
@@ -346,7 +380,7 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	if nw.dialing[name] == d {
 		delete(nw.dialing, name)
 	}
-	if c := nw.conns[name]; c != nil {
+	if c := nw.existing(name); c != nil {
 		nw.handOverLocked(d, c)
 		nw.mu.Unlock()
 		nw.node.log.Debug("dial to %s failed, but %s connected meanwhile: %v", name, name, err)
@@ -355,12 +389,19 @@ func (nw *network) dialInBackground(name gen.Atom, addr string, d *dialAttempt) 
 	b := nw.backoff[name]
 	b.wait = min(max(2*b.wait, nw.opts.ReconnectBackoffMin), nw.opts.ReconnectBackoffMax)
 	b.next = time.Now().Add(b.wait)
+	b.failures++
 	nw.backoff[name] = b
 	lost := d.count
 	d.frames, d.count = nil, 0
 	nw.mu.Unlock()
 	nw.dropN(dropDialFailed, lost)
-	nw.logs.Info("dial", "dial to %s failed, %d queued frames dropped: %v", name, lost, err)
+	if b.failures == 1 {
+		nw.logs.Warning("dial", "dial to %s failed, %d queued frames dropped; the next dial may start in %v (until one succeeds, failures are logged at debug level): %v",
+			name, lost, b.wait, err)
+	} else {
+		nw.node.log.Debug("dial to %s failed again, %d failures in a row, %d queued frames dropped; the next dial may start in %v: %v",
+			name, b.failures, lost, b.wait, err)
+	}
 	nw.node.rel.nodeUnreachable(name, err)
 }
 
@@ -370,7 +411,7 @@ func (nw *network) handOverLocked(d *dialAttempt, c *connection) {
 	if d == nil || d.count == 0 {
 		return
 	}
-	if err := c.appendFrames(d.frames, d.count); err != nil {
+	if err := c.enqueue(d.frames, d.count, sendHandover); err != nil {
 		nw.dropN(dropDialFailed, d.count)
 		nw.logs.Info("handover", "%d frames queued for %s dropped: %v", d.count, c.peer.Name, err)
 	}
@@ -447,9 +488,9 @@ func (nw *network) dial(name gen.Atom, addr string, d *dialAttempt) error {
 func (nw *network) detach(c *connection) bool {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	current := nw.conns[c.peer.Name] == c
+	current := nw.existing(c.peer.Name) == c
 	if current {
-		delete(nw.conns, c.peer.Name)
+		nw.setConnLocked(c.peer.Name, nil)
 	}
 	return current
 }
@@ -469,8 +510,8 @@ func (nw *network) close(graceful bool) {
 	nw.mu.Lock()
 	nw.closed = true
 	nw.cancel()
-	conns := make([]*connection, 0, len(nw.conns))
-	for _, c := range nw.conns {
+	conns := make([]*connection, 0, len(nw.connTable()))
+	for _, c := range nw.connTable() {
 		conns = append(conns, c)
 	}
 	for conn := range nw.pending {

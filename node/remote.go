@@ -11,29 +11,29 @@ import (
 // what it does with the frames they send. The network (network.go,
 // acceptor.go, connection.go) only carries the frames.
 
-// sendRemote hands env to the connection to node. Without one, env is
-// encoded at once (so an unencodable one fails here) and queued while the
-// connection is dialled in the background; see network.queue.
+// sendRemote encodes env once, outside any lock, and queues it on the
+// connection to node as a process's own send (sendWait). Without a
+// connection the frame is queued while the connection is dialled in the
+// background; see network.queue. An unencodable env fails here.
 func (n *node) sendRemote(to gen.Atom, env *envelope) error {
 	if err := n.net.refuseDisabled("send to", to); err != nil {
 		return err
 	}
-	var frame []byte
+	s := getScratch()
+	defer putScratch(s)
+	frame, err := n.net.appendFrame(s.b[:0], env)
+	s.b = frame
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", to, err)
+	}
 	for {
 		if c := n.net.existing(to); c != nil {
 			// A connection retired after a simultaneous dial refuses the
 			// send; its replacement is already in the table.
-			if err := c.send(env); !errors.Is(err, errRetired) {
+			if err := c.enqueue(frame, 1, sendWait); !errors.Is(err, errRetired) {
 				return err
 			}
 			continue
-		}
-		if frame == nil {
-			f, err := n.net.appendFrame(nil, env)
-			if err != nil {
-				return fmt.Errorf("send to %s: %w", to, err)
-			}
-			frame = f
 		}
 		if queued, err := n.net.queue(to, frame, 1); queued || err != nil {
 			return err
@@ -59,7 +59,7 @@ func (n *node) notifyRemote(t target, w watcher, reason error) {
 	if w.kind == relCall {
 		env = &envelope{kind: kindResponse, flags: flagError, target: pidTarget(w.pid), ref: w.ref, payload: gen.ErrProcessTerminated}
 	}
-	if err := c.send(env); err != nil {
+	if err := c.sendControl(env); err != nil {
 		n.net.logs.Warning("notify", "telling %s that %v ended: %v", w.pid, t, err)
 	}
 }
@@ -74,7 +74,7 @@ func (n *node) sendUnwatch(t target, w watcher) {
 	if c == nil {
 		return
 	}
-	if err := c.send(&envelope{kind: kindUnwatch, flags: uint8(w.kind), from: w.pid, target: t}); err != nil {
+	if err := c.sendControl(&envelope{kind: kindUnwatch, flags: uint8(w.kind), from: w.pid, target: t}); err != nil {
 		n.log.Debug("unwatch %v on %s: %v", t, t.node, err)
 	}
 }
@@ -150,7 +150,7 @@ func (n *node) refuseUnknown(c *connection, env *envelope, err error) {
 
 // reply sends a runtime-made answer back on c.
 func (n *node) reply(c *connection, env *envelope) {
-	if err := c.send(env); err != nil {
+	if err := c.sendControl(env); err != nil {
 		n.log.Debug("reply to %s: %v", c.peer.Name, err)
 	}
 }

@@ -36,24 +36,28 @@ func (n *node) schedule(p *process) {
 	}
 }
 
-// worker runs processes handed to it until it has been idle for workerIdle
-// or the node has stopped.
+// worker runs p, then the processes handed to it, until it has been idle
+// for a whole workerIdle period or the node has stopped. Its idle timer is
+// re-armed once per period, not after every process it runs: a busy worker
+// pays for no timer operation per wake-up.
 func (n *node) worker(p *process) {
-	var idle *time.Timer
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	worked := false // ran a process since idle was last armed
 	for {
-		p.run()
-		if idle == nil {
-			idle = time.NewTimer(workerIdle)
-		} else {
-			idle.Reset(workerIdle)
+		if p != nil {
+			p.run()
+			p, worked = nil, true
 		}
 		select {
 		case p = <-n.ready:
-			idle.Stop()
 		case <-idle.C:
-			return
+			if !worked {
+				return
+			}
+			worked = false
+			idle.Reset(workerIdle)
 		case <-n.done:
-			idle.Stop()
 			return
 		}
 	}

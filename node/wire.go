@@ -6,6 +6,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/codec"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // Wire layout of one frame's payload (after the frame package's length
@@ -99,8 +100,9 @@ func appendPID(dst []byte, p gen.PID) []byte {
 
 // wireReader decodes the header fields of one frame.
 type wireReader struct {
-	src []byte
-	err error
+	src   []byte
+	err   error
+	atoms *intern.Table // the connection's names; nil interns nothing
 }
 
 func (r *wireReader) fail(what string) {
@@ -148,7 +150,7 @@ func (r *wireReader) atom() gen.Atom {
 		r.fail("atom")
 		return ""
 	}
-	a := gen.Atom(r.src[:n])
+	a := r.atoms.Atom(r.src[:n])
 	r.src = r.src[n:]
 	return a
 }
@@ -157,18 +159,42 @@ func (r *wireReader) pid() gen.PID {
 	return gen.PID{Node: r.atom(), ID: r.uvarint(), Creation: int64(r.uint64())}
 }
 
-// decodeEnvelope parses a frame payload. Errors wrap gen.ErrMalformed, or
-// codec.ErrUnknownType when only the payload's type is unknown here; the
-// envelope then carries the valid header without its payload.
-func decodeEnvelope(src []byte, reg *codec.Registry) (*envelope, error) {
-	r := &wireReader{src: src}
-	env := &envelope{kind: frameKind(r.byte()), flags: r.byte()}
+// The bounds of each connection's table of interned names (see
+// node/internal/intern): enough for the nodes and registered processes a
+// peer names, small enough that a peer sending endless new names costs
+// little.
+const (
+	internNames = 512
+	internBytes = 16 << 10
+)
+
+// frameDecoder decodes the frames of one connection. It belongs to the
+// connection's reader, and keeps what repeats from frame to frame: the
+// names it has seen (headers and payloads share one bounded intern table)
+// and the payload's last type.
+type frameDecoder struct {
+	atoms   *intern.Table
+	payload *codec.Decoder
+}
+
+func newFrameDecoder(reg *codec.Registry) *frameDecoder {
+	atoms := intern.New(internNames, internBytes)
+	return &frameDecoder{atoms: atoms, payload: reg.NewDecoder(atoms)}
+}
+
+// decode parses a frame payload into env, overwriting all of it. Errors
+// wrap gen.ErrMalformed, or codec.ErrUnknownType when only the payload's
+// type is unknown here; env then holds the valid header without its
+// payload.
+func (fd *frameDecoder) decode(src []byte, env *envelope) error {
+	r := wireReader{src: src, atoms: fd.atoms}
+	*env = envelope{kind: frameKind(r.byte()), flags: r.byte()}
 	present := r.byte()
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if env.kind == 0 || env.kind >= kindMax {
-		return nil, fmt.Errorf("frame kind %d: %w", env.kind, gen.ErrMalformed)
+		return fmt.Errorf("frame kind %d: %w", env.kind, gen.ErrMalformed)
 	}
 	if present&hasFrom != 0 {
 		env.from = r.pid()
@@ -190,18 +216,18 @@ func decodeEnvelope(src []byte, reg *codec.Registry) (*envelope, error) {
 		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if !env.kind.hasPayload() {
 		if len(r.src) != 0 {
-			return nil, fmt.Errorf("frame kind %d: %d trailing bytes: %w", env.kind, len(r.src), gen.ErrMalformed)
+			return fmt.Errorf("frame kind %d: %d trailing bytes: %w", env.kind, len(r.src), gen.ErrMalformed)
 		}
-		return env, nil
+		return nil
 	}
-	v, err := reg.Decode(r.src)
+	v, err := fd.payload.Decode(r.src)
 	if err != nil {
-		return env, err // the header is valid: the caller may answer a request
+		return err // the header is valid: the caller may answer a request
 	}
 	env.payload = v
-	return env, nil
+	return nil
 }

@@ -229,8 +229,23 @@ func run(ctx context.Context, out io.Writer, dir string, cfg config) ([]event, e
 		return log.snapshot(), err
 	}
 	fmt.Fprintf(out, "-- %s leads at term %d; handing leadership over --\n", nodes[first].Name(), term)
-	if err := leader.StepDownLeader(nodes[first], pids[first]); err != nil {
-		return log.snapshot(), err
+	// A member whose confirmation was denied lately declines leadership for
+	// a while (its acknowledgements say so), and a leader hands over only to
+	// a member that would take it: until one would, StepDown says there is
+	// none, and the leader keeps leading.
+	for {
+		err := leader.StepDownLeader(nodes[first], pids[first])
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, gen.ErrNotAllowed) || time.Now().After(deadline) {
+			return log.snapshot(), err
+		}
+		select {
+		case <-ctx.Done():
+			return log.snapshot(), ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	next, term, err := c.WaitAgreed(ctx, pids, loopback.All(3), cfg.settle)
 	if err != nil {

@@ -67,6 +67,9 @@ func (b *builder) codecFor(t reflect.Type) (*typeCodec, error) {
 		c.enc, c.dec, c.minSize = encFloat64, decFloat64, 8
 	case reflect.String:
 		c.enc, c.dec = encString, decString
+		if t == atomType {
+			c.dec = decAtom // names repeat: intern them
+		}
 	case reflect.Interface:
 		c.enc, c.dec = encInterface, decInterface
 	case reflect.Pointer:
@@ -107,6 +110,10 @@ func (b *builder) codecFor(t reflect.Type) (*typeCodec, error) {
 	}
 	return c, nil
 }
+
+// atomType is gen.Atom, whose values are decoded through the decoder's
+// intern table.
+var atomType = reflect.TypeFor[gen.Atom]()
 
 // field is one struct field's position and codec.
 type field struct {

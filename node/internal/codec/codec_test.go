@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 func TestMain(m *testing.M) {
@@ -519,4 +521,70 @@ func TestConcurrentRegistrationAndUse(t *testing.T) {
 		t.Error(err)
 	}
 	assert.Equal(t, tree{Val: 5}, roundTrip(t, r, tree{Val: 5}))
+}
+
+func TestADecoderInternsNames(t *testing.T) {
+	r := newTestRegistry(t)
+	msg := small{Name: "leader", Term: 1, From: gen.PID{Node: "node1@localhost", ID: 7, Creation: 3}}
+	b, err := r.Encode(nil, msg)
+	require.NoError(t, err)
+	atoms := intern.New(8, 1024)
+	dec := r.NewDecoder(atoms)
+
+	t.Run("a name decoded twice is one string, and the value is unchanged", func(t *testing.T) {
+		first, err := dec.Decode(b)
+		require.NoError(t, err)
+		second, err := dec.Decode(b)
+		require.NoError(t, err)
+		assert.Equal(t, msg, first)
+		assert.Equal(t, msg, second)
+		n1, n2 := string(first.(small).From.Node), string(second.(small).From.Node)
+		assert.True(t, unsafe.StringData(n1) == unsafe.StringData(n2))
+		assert.Equal(t, 2, atoms.Len(), "the two gen.Atom values (Name, From.Node)")
+	})
+
+	t.Run("Registry.Decode makes its own strings every time", func(t *testing.T) {
+		first, err := r.Decode(b)
+		require.NoError(t, err)
+		second, err := r.Decode(b)
+		require.NoError(t, err)
+		n1, n2 := string(first.(small).From.Node), string(second.(small).From.Node)
+		assert.False(t, unsafe.StringData(n1) == unsafe.StringData(n2))
+	})
+}
+
+func TestADecoderKeepsUpWithTheRegistry(t *testing.T) {
+	r := NewRegistry()
+	require.NoError(t, r.RegisterType(small{}))
+	dec := r.NewDecoder(nil)
+	encode := func(v any) []byte {
+		b, err := r.Encode(nil, v)
+		require.NoError(t, err)
+		return b
+	}
+	t.Run("values of one type, then another, decode as they were", func(t *testing.T) {
+		for _, v := range []any{small{Name: "a"}, small{Name: "b"}, gen.PID{ID: 1}, small{Name: "c"}} {
+			got, err := dec.Decode(encode(v))
+			require.NoError(t, err)
+			assert.Equal(t, v, got)
+		}
+	})
+	t.Run("a type registered after the Decoder was made decodes", func(t *testing.T) {
+		require.NoError(t, r.RegisterType(term(0)))
+		got, err := dec.Decode(encode(term(7)))
+		require.NoError(t, err)
+		assert.Equal(t, term(7), got)
+		got, err = dec.Decode(encode(small{Name: "d"}))
+		require.NoError(t, err)
+		assert.Equal(t, small{Name: "d"}, got)
+	})
+	t.Run("an unknown type right after a known one is still unknown", func(t *testing.T) {
+		other := newTestRegistry(t)
+		b, err := other.Encode(nil, tree{Val: 1})
+		require.NoError(t, err)
+		_, err = dec.Decode(encode(small{}))
+		require.NoError(t, err)
+		_, err = dec.Decode(b)
+		require.ErrorIs(t, err, ErrUnknownType)
+	})
 }

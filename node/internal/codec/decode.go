@@ -9,14 +9,24 @@ import (
 	"sync"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
-// decoder is the state of one Decode call; decoders are pooled.
+// decoder is the state of one Decode call. Decode borrows one from a pool;
+// a Decoder owns one for its whole life.
 type decoder struct {
 	t     *tables
 	src   []byte
 	pos   int
 	depth int
+	atoms *intern.Table // where gen.Atom values are interned; nil: nowhere
+	// A Decoder's decoder remembers (keepLast) the named type decoded
+	// last, with the snapshot it came from: a stream of frames names the
+	// same type again and again, and comparing its name costs less than
+	// hashing it.
+	keepLast   bool
+	last       *entry
+	lastTables *tables
 }
 
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
@@ -27,7 +37,52 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // MaxDepth) gives an error wrapping gen.ErrMalformed. It never panics and
 // allocates no more than a small multiple of len(src).
 func (r *Registry) Decode(src []byte) (any, error) {
-	v, n, err := r.DecodePrefix(src)
+	d := decoders.Get().(*decoder)
+	v, err := d.value(r.cur.Load(), src)
+	d.reset()
+	decoders.Put(d)
+	return v, err
+}
+
+// DecodePrefix decodes the value at the start of src and returns it with the
+// number of bytes it took, so several values can be packed one after another.
+// Errors are those of Decode.
+func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
+	d := decoders.Get().(*decoder)
+	v, n, err := d.prefix(r.cur.Load(), src)
+	d.reset()
+	decoders.Put(d)
+	return v, n, err
+}
+
+// Decoder decodes one value after another for one goroutine (a
+// connection's reader), keeping what repeats between them: the names
+// (gen.Atom) it has seen, in an intern table, so that a node or process
+// name seen before costs no allocation, and the last named type, so that a
+// stream of messages of one type costs no lookup by name. It decodes
+// exactly as Decode does, with the registry's current types.
+type Decoder struct {
+	reg *Registry
+	d   decoder
+}
+
+// NewDecoder returns a Decoder of r's types that interns names in atoms
+// (nil: it interns nothing). The Decoder and atoms belong to the calling
+// goroutine.
+func (r *Registry) NewDecoder(atoms *intern.Table) *Decoder {
+	return &Decoder{reg: r, d: decoder{atoms: atoms, keepLast: true}}
+}
+
+// Decode is Registry.Decode, with the Decoder's names and last type.
+func (dec *Decoder) Decode(src []byte) (any, error) {
+	v, err := dec.d.value(dec.reg.cur.Load(), src)
+	dec.d.src = nil
+	return v, err
+}
+
+// value decodes the one value that fills src, using snapshot t.
+func (d *decoder) value(t *tables, src []byte) (any, error) {
+	v, n, err := d.prefix(t, src)
 	if err != nil {
 		return nil, err
 	}
@@ -37,23 +92,21 @@ func (r *Registry) Decode(src []byte) (any, error) {
 	return v, nil
 }
 
-// DecodePrefix decodes the value at the start of src and returns it with the
-// number of bytes it took, so several values can be packed one after another.
-// Errors are those of Decode.
-func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
-	d := decoders.Get().(*decoder)
-	d.t, d.src, d.pos, d.depth = r.cur.Load(), src, 0, 0
+func (d *decoder) prefix(t *tables, src []byte) (any, int, error) {
+	d.t, d.src, d.pos, d.depth = t, src, 0, 0
 	v, err := d.dynamic()
-	n := d.pos
-	d.t, d.src = nil, nil
-	decoders.Put(d)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !v.IsValid() {
-		return nil, n, nil
+		return nil, d.pos, nil
 	}
-	return v.Interface(), n, nil
+	return v.Interface(), d.pos, nil
+}
+
+// reset drops what a pooled decoder must not keep.
+func (d *decoder) reset() {
+	*d = decoder{}
 }
 
 func (d *decoder) malformed(format string, args ...any) error {
@@ -126,16 +179,21 @@ func (d *decoder) presence(minSize int) (n int, ok bool, err error) {
 }
 
 func (d *decoder) string() (string, error) {
+	b, err := d.stringBytes()
+	return string(b), err
+}
+
+// stringBytes reads a length-prefixed string's bytes, which alias src.
+func (d *decoder) stringBytes() ([]byte, error) {
 	x, err := d.uvarint()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	n, err := d.count(x, 1)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	b, err := d.next(n)
-	return string(b), err
+	return d.next(n)
 }
 
 // dynamic reads a value preceded by its type; the invalid Value stands for nil.
@@ -166,8 +224,13 @@ func (d *decoder) dynamic() (reflect.Value, error) {
 		if err != nil {
 			return reflect.Value{}, err
 		}
-		if ent = d.t.byName[string(name)]; ent == nil {
+		if d.last != nil && d.lastTables == d.t && d.last.name == string(name) {
+			ent = d.last
+		} else if ent = d.t.byName[string(name)]; ent == nil {
 			return reflect.Value{}, fmt.Errorf("codec: %q: %w", name, ErrUnknownType)
+		}
+		if d.keepLast {
+			d.last, d.lastTables = ent, d.t
 		}
 	default:
 		if ent = d.t.byTag[tag]; ent == nil {
@@ -282,6 +345,16 @@ func decString(_ *typeCodec, d *decoder, v reflect.Value) error {
 		return err
 	}
 	v.SetString(s)
+	return nil
+}
+
+// decAtom decodes a gen.Atom, interned in the decoder's table.
+func decAtom(_ *typeCodec, d *decoder, v reflect.Value) error {
+	b, err := d.stringBytes()
+	if err != nil {
+		return err
+	}
+	v.SetString(string(d.atoms.Atom(b)))
 	return nil
 }
 

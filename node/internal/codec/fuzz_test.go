@@ -8,6 +8,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/fuzzdrive"
+	"github.com/regent-go/regent/node/internal/intern"
 )
 
 // decodeSeeds are encodings of one value of every kind the test registry
@@ -41,11 +42,25 @@ func decodeSeeds(tb testing.TB, r *Registry) [][]byte {
 
 // decodesAsDocumented is FuzzDecode's property: Decode never panics, fails
 // only with ErrMalformed or ErrUnknownType (never both), and whatever it
-// accepts encodes again and decodes again.
+// accepts encodes again and decodes again. A Decoder used for every input
+// (so its intern table fills up to its bound, and its last type changes),
+// accepts and refuses the same inputs for the same reasons.
 func decodesAsDocumented(r *Registry) fuzzdrive.Property {
+	atoms := intern.New(64, 1024)
+	dec := r.NewDecoder(atoms)
 	return func(data []byte) error {
 		v, err := r.Decode(data)
-		return decodedAsDocumented(r, v, err)
+		if err := decodedAsDocumented(r, v, err); err != nil {
+			return err
+		}
+		vi, erri := dec.Decode(data)
+		if (err == nil) != (erri == nil) || errors.Is(err, ErrUnknownType) != errors.Is(erri, ErrUnknownType) {
+			return fmt.Errorf("Registry.Decode says %v, Decoder.Decode says %v", err, erri)
+		}
+		if atoms.Len() > 64 || atoms.Bytes() > 1024 {
+			return fmt.Errorf("the intern table grew past its bound: %d names, %d bytes", atoms.Len(), atoms.Bytes())
+		}
+		return decodedAsDocumented(r, vi, erri)
 	}
 }
 

@@ -44,6 +44,10 @@ func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{br: bufio.NewReader(r), max: max}
 }
 
+// Buffered returns how many bytes already read from the stream wait in the
+// Reader's buffer: when it is zero, the next call to Next reads the stream.
+func (r *Reader) Buffered() int { return r.br.Buffered() }
+
 // Max returns the largest payload the Reader accepts.
 func (r *Reader) Max() int { return r.max }
 
