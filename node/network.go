@@ -44,6 +44,7 @@ const (
 	dropHandshake       = "handshake_failed"
 	dropUnknownProcess  = "unknown_process"
 	dropUnexpectedFrame = "unexpected_frame"
+	dropForeignSender   = "foreign_sender"
 	dropDialFailed      = "dial_failed"
 	dropRetireFlush     = "retire_flush_failed"
 	dropQueueFull       = "send_queue_full"

@@ -81,6 +81,13 @@ func (n *node) sendUnwatch(t target, w watcher) {
 
 // receive carries out one frame from the peer on c.
 func (n *node) receive(c *connection, env *envelope) {
+	if env.kind.namesSender() && env.from.Node != c.peer.Name {
+		// The handshake authenticated the peer, not whom its frames claim to
+		// come from: a node speaks only for its own processes.
+		c.nw.drop(dropForeignSender)
+		n.log.Debug("frame from %s claiming sender %s dropped", c.peer.Name, env.from)
+		return
+	}
 	switch env.kind {
 	case kindMessage:
 		if !n.local(env.target) {
@@ -137,6 +144,16 @@ func (n *node) receive(c *connection, env *envelope) {
 	default:
 		c.nw.drop(dropUnexpectedFrame)
 	}
+}
+
+// namesSender reports whether frames of kind act for the process in their
+// from field, which must then live on the peer that sent them.
+func (k frameKind) namesSender() bool {
+	switch k {
+	case kindMessage, kindRequest, kindInspect, kindExit, kindWatch, kindUnwatch:
+		return true
+	}
+	return false
 }
 
 // refuseUnknown answers a request whose payload type this node does not

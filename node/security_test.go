@@ -316,3 +316,21 @@ func TestRepeatedFailuresAreLoggedWithinABudget(t *testing.T) {
 	assert.Positive(t, lines, "the failures are logged")
 	assert.LessOrEqual(t, lines, 5, "%d bad connections wrote %d lines", attempts, lines)
 }
+
+func TestAPeerSpeaksOnlyForItsOwnProcesses(t *testing.T) {
+	a, _ := startNet(t, "target@127.0.0.1", fastNet(testCookie))
+	c := newProbe()
+	pid := spawnProbe(t, a, c)
+	conn := dialRaw(t, a, "mallory@127.0.0.1")
+
+	forged, err := node.MessageFrame(gen.PID{Node: "victim@127.0.0.1", ID: 1000, Creation: 1}, pid, "from the victim")
+	require.NoError(t, err)
+	own, err := node.MessageFrame(gen.PID{Node: "mallory@127.0.0.1", ID: 1000, Creation: 1}, pid, "from mallory")
+	require.NoError(t, err)
+	_, err = conn.Write(append(forged, own...))
+	require.NoError(t, err)
+
+	require.Equal(t, "from mallory", c.next(t), "the frame naming another node's process never reaches the probe")
+	require.Equal(t, uint64(1), a.Network().Stats().Dropped["foreign_sender"])
+	require.Len(t, a.Network().Nodes(), 1, "the connection stays up: the peer's own frames still count")
+}

@@ -3,8 +3,9 @@
 // (and any types of yours) registered; Start starts a cluster of such nodes
 // on 127.0.0.1, each routed to every other directly or through a
 // fault-injecting mesh, and restarts, kills and stops them by index.
-// WaitAgreed waits until listed members follow one leader, read through
-// leader.ReadInspection and decided by leader.Agree.
+// WaitAgreed waits until listed members hold the agreed view and follow one
+// leader, read through leader.ReadInspection and decided by leader.Agree; on
+// timeout its error says what each member believed.
 //
 // Callers must know:
 //  1. Close the Cluster (or stop the node StartNode returned), and close the
