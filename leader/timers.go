@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,14 +68,11 @@ func mod(x, d time.Duration) time.Duration {
 	return r
 }
 
-// gridPhase is a node's phase seed: its name hashed (FNV-1a).
+// gridPhase is a node's phase seed: its name hashed.
 func gridPhase(node gen.Atom) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(node); i++ {
-		h ^= uint64(node[i])
-		h *= 1099511628211
-	}
-	return h
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	return h.Sum64()
 }
 
 // timerOwner is what the timers' callbacks need of their actor. Its fields
