@@ -28,24 +28,18 @@ func fast(o leader.Options) leader.Options {
 // it carried, as a direct send's failure is: the leader names the lost node
 // among its failing peers either way.
 func TestSendFailureOfACoalescedHeartbeatReachesTheLeader(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		name := map[bool]string{false: "coalescing on", true: "coalescing off"}[off]
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, 3, func(int) leader.Options {
-				return fast(leader.Options{ClusterID: "test", DisableHeartbeatCoalescing: off})
-			})
-			li, _ := c.waitOneLeader(all(3))
-			lost := (li + 1) % 3
-			lostNode := c.nodes[lost].Name()
-			c.nodes[lost].StopForce()
-			require.Eventually(t, func() bool {
-				return assert.ObjectsAreEqual([]gen.Atom{lostNode}, c.readIn(li).SendFailingPeers)
-			}, settle, poll, "the leader never saw its sends to %s fail", lostNode)
-			if !off {
-				assert.Positive(t, leader.ReadCoalescer(c.nodes[li]).FailedFrames, "the failures were the coalescer's")
-			}
-		})
-	}
+	withAndWithoutCoalescing(t, func(t *testing.T, c *testCluster, off bool) {
+		li, _ := c.waitOneLeader(all(3))
+		lost := (li + 1) % 3
+		lostNode := c.nodes[lost].Name()
+		c.nodes[lost].StopForce()
+		require.Eventually(t, func() bool {
+			return assert.ObjectsAreEqual([]gen.Atom{lostNode}, c.readIn(li).SendFailingPeers)
+		}, settle, poll, "the leader never saw its sends to %s fail", lostNode)
+		if !off {
+			assert.Positive(t, leader.ReadCoalescer(c.nodes[li]).FailedFrames, "the failures were the coalescer's")
+		}
+	})
 }
 
 // Members with coalescing on and off share a cluster: whichever leads, it
@@ -162,25 +156,19 @@ func TestCoalescerLivesWithTheNodesLeaderActors(t *testing.T) {
 // election timeout, not once per heartbeat: the leader's ticks re-arm the
 // follower's election timeout lazily.
 func TestFollowerArmsFewRuntimeTimersWhileHeartbeatsArrive(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		name := map[bool]string{false: "coalescing on", true: "coalescing off"}[off]
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, 3, func(int) leader.Options {
-				return fast(leader.Options{ClusterID: "test", DisableHeartbeatCoalescing: off})
-			})
-			li, _ := c.waitOneLeader(all(3))
-			f := (li + 1) % 3
-			leader0, follower0 := c.readIn(li), c.readIn(f)
-			require.Eventually(t, func() bool { return c.readIn(li).RuntimeTimers >= leader0.RuntimeTimers+100 }, settle, poll)
-			leader1, follower1 := c.readIn(li), c.readIn(f)
-			require.Equal(t, leader0.Term, leader1.Term, "one leadership throughout")
-			ticks := leader1.RuntimeTimers - leader0.RuntimeTimers
-			armed := follower1.RuntimeTimers - follower0.RuntimeTimers
-			// Heartbeats come every 20ms, election timeouts last 400-800ms:
-			// one arming per timeout is ticks/20; per heartbeat it would be ticks.
-			assert.LessOrEqual(t, armed, ticks/5, "the follower armed %d runtime timers while the leader ticked %d times", armed, ticks)
-		})
-	}
+	withAndWithoutCoalescing(t, func(t *testing.T, c *testCluster, off bool) {
+		li, _ := c.waitOneLeader(all(3))
+		f := (li + 1) % 3
+		leader0, follower0 := c.readIn(li), c.readIn(f)
+		require.Eventually(t, func() bool { return c.readIn(li).RuntimeTimers >= leader0.RuntimeTimers+100 }, settle, poll)
+		leader1, follower1 := c.readIn(li), c.readIn(f)
+		require.Equal(t, leader0.Term, leader1.Term, "one leadership throughout")
+		ticks := leader1.RuntimeTimers - leader0.RuntimeTimers
+		armed := follower1.RuntimeTimers - follower0.RuntimeTimers
+		// Heartbeats come every 20ms, election timeouts last 400-800ms:
+		// one arming per timeout is ticks/20; per heartbeat it would be ticks.
+		assert.LessOrEqual(t, armed, ticks/5, "the follower armed %d runtime timers while the leader ticked %d times", armed, ticks)
+	})
 }
 
 // ergo:heartbeat_coalescing and the coalescer's counters are in every
@@ -201,4 +189,18 @@ func TestCoalescingInspection(t *testing.T) {
 	r, err := leader.ReadMember(c.nodes[0], c.pids[1], "ergo:coalescer")
 	require.NoError(t, err)
 	assert.True(t, r.Coalescer.Running, "ReadMember carries the node's coalescer counters")
+}
+
+// withAndWithoutCoalescing runs check on a fresh cluster of three fast
+// members, once with heartbeat coalescing on and once with it off.
+func withAndWithoutCoalescing(t *testing.T, check func(t *testing.T, c *testCluster, off bool)) {
+	for _, off := range []bool{false, true} {
+		name := map[bool]string{false: "coalescing on", true: "coalescing off"}[off]
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t, 3, func(int) leader.Options {
+				return fast(leader.Options{ClusterID: "test", DisableHeartbeatCoalescing: off})
+			})
+			check(t, c, off)
+		})
+	}
 }

@@ -28,6 +28,22 @@ func (m *drivenMember) HandleCall(from gen.PID, ref gen.Ref, request any) (any, 
 	return nil, gen.ErrUnsupported
 }
 
+// startDrivenMember starts a node named name with a drivenMember
+// registered on it, stopped when the test ends.
+func startDrivenMember(t *testing.T, name gen.Atom) (gen.Node, gen.PID) {
+	t.Helper()
+	n, err := node.Start(name, gen.NodeOptions{
+		Network: gen.NetworkOptions{Cookie: "review", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
+		Log:     gen.LogOptions{Level: gen.LogLevelError},
+	})
+	require.NoError(t, err)
+	t.Cleanup(n.Stop)
+	require.NoError(t, n.Network().RegisterTypes(NetworkTypes()))
+	pid, err := n.SpawnRegister("review", func() gen.ProcessBehavior { return &drivenMember{} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	return n, pid
+}
+
 type idle struct{ act.Actor }
 
 func (*idle) Init(args ...any) error { return nil }
@@ -39,15 +55,7 @@ func (*idle) Init(args ...any) error { return nil }
 // again when messages of two lives of one node's member interleave, or when
 // tidyPeers forgot a peer that talks again later.
 func TestDownOfAPIDMonitoredAgainReachesTheCore(t *testing.T) {
-	n, err := node.Start("review1@127.0.0.1", gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: "review", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: gen.LogLevelError},
-	})
-	require.NoError(t, err)
-	defer n.Stop()
-	require.NoError(t, n.Network().RegisterTypes(NetworkTypes()))
-	pid, err := n.SpawnRegister("review", func() gen.ProcessBehavior { return &drivenMember{} }, gen.ProcessOptions{})
-	require.NoError(t, err)
+	n, pid := startDrivenMember(t, "review1@127.0.0.1")
 	victim, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
 	require.NoError(t, err)
 
@@ -117,15 +125,7 @@ func TestConfirmIsNotAskedForALeadershipAFailedWriteEnded(t *testing.T) {
 // needs, so the member's end still reaches the core (fast failover, removal
 // at once). Found by the adversarial review.
 func TestUnsubscribingAMemberKeepsTheElectionsWatch(t *testing.T) {
-	n, err := node.Start("review3@127.0.0.1", gen.NodeOptions{
-		Network: gen.NetworkOptions{Cookie: "review", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-		Log:     gen.LogOptions{Level: gen.LogLevelError},
-	})
-	require.NoError(t, err)
-	defer n.Stop()
-	require.NoError(t, n.Network().RegisterTypes(NetworkTypes()))
-	pid, err := n.SpawnRegister("review", func() gen.ProcessBehavior { return &drivenMember{} }, gen.ProcessOptions{})
-	require.NoError(t, err)
+	n, pid := startDrivenMember(t, "review3@127.0.0.1")
 	member, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
 	require.NoError(t, err)
 	unknownPeer := func() uint64 { return unknownPeerDrops(t, n, pid) }

@@ -507,16 +507,26 @@ func (s *scaleRun) steady(ctx context.Context, k int) (leader.Agreement, error) 
 	return cur, nil
 }
 
-// processKill kills cluster 0's leader process, times the majority's
-// recognition of a new leader, and respawns the member.
-func (s *scaleRun) processKill(ctx context.Context) ([]time.Duration, error) {
+// steadyLeader waits until cluster 0 is steady and returns its agreed
+// leader with the index of the node it runs on.
+func (s *scaleRun) steadyLeader(ctx context.Context) (leader.Agreement, int, error) {
 	cur, err := s.steady(ctx, 0)
 	if err != nil {
-		return nil, err
+		return cur, -1, err
 	}
 	victim := s.memberIndex(0, cur.LeaderPID)
 	if victim < 0 {
-		return nil, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
+		return cur, -1, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
+	}
+	return cur, victim, nil
+}
+
+// processKill kills cluster 0's leader process, times the majority's
+// recognition of a new leader, and respawns the member.
+func (s *scaleRun) processKill(ctx context.Context) ([]time.Duration, error) {
+	cur, victim, err := s.steadyLeader(ctx)
+	if err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
 	if err := s.nodes.Node(victim).Kill(cur.LeaderPID); err != nil {
@@ -537,13 +547,9 @@ func (s *scaleRun) processKill(ctx context.Context) ([]time.Duration, error) {
 // cluster whose leader was there until a majority recognises a new one,
 // then restarts the node and its members.
 func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
-	cur, err := s.steady(ctx, 0)
+	_, victim, err := s.steadyLeader(ctx)
 	if err != nil {
 		return nil, err
-	}
-	victim := s.memberIndex(0, cur.LeaderPID)
-	if victim < 0 {
-		return nil, fmt.Errorf("the agreed leader %s is not a current member: %w", cur.LeaderPID, gen.ErrProcessUnknown)
 	}
 	// The clusters that lose their leader with the node, as their members see it now.
 	var hit []int
