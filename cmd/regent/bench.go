@@ -50,9 +50,9 @@ type benchCase struct {
 
 var benchCases = []benchCase{
 	{"cold", "E[min of N timeouts] + 2 RTT (prevote, vote)"},
-	{"node-kill", "E[min of N-1 fast-failover delays, uniform in [0,HB)] = HB/N, + 2 RTT (prevote, vote)"},
+	{"node-kill", "HB/40 (the first-ranked member's expected jitter, below a quarter of HB/5) + 2 RTT (prevote, vote)"},
 	{"node-kill-nofast", "E[min of N-1 timeouts] - HB/2 + RTT"},
-	{"process-kill", "HB/N + 1 RTT (fast failover skips the prevote on a real exit)"},
+	{"process-kill", "HB/40 + 1 RTT (fast failover skips the prevote on a real exit)"},
 	{"handover", "1.5 RTT (TimeoutNow, then one vote round)"},
 	{"partition", "E[min of N-1 timeouts] - HB/2 + RTT"},
 }
@@ -188,9 +188,9 @@ func bound(cfg benchConfig, name string, size int, rtt time.Duration) time.Durat
 	case "node-kill-nofast", "partition":
 		return lo + (hi-lo)/time.Duration(size) - hb/2 + rtt
 	case "node-kill":
-		return hb/time.Duration(size) + 2*rtt
+		return hb/40 + 2*rtt
 	case "process-kill":
-		return hb/time.Duration(size) + rtt
+		return hb/40 + rtt
 	case "handover":
 		return rtt * 3 / 2
 	}

@@ -264,6 +264,11 @@ func TestSummaries(t *testing.T) {
 		cfg := benchConfig{eMin: 150, eMax: 300, hb: 50}
 		assert.Equal(t, (150+30-25)*time.Millisecond+time.Millisecond, bound(cfg, "node-kill-nofast", 5, time.Millisecond))
 	})
+	t.Run("the fast-failover bounds are the first-ranked member's expected jitter plus its rounds", func(t *testing.T) {
+		cfg := benchConfig{eMin: 150, eMax: 300, hb: 50}
+		assert.Equal(t, 1250*time.Microsecond+2*time.Millisecond, bound(cfg, "node-kill", 5, time.Millisecond))
+		assert.Equal(t, 1250*time.Microsecond+time.Millisecond, bound(cfg, "process-kill", 7, time.Millisecond))
+	})
 }
 
 func TestRecorderAgreement(t *testing.T) {
