@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -252,15 +253,7 @@ func (h *History) Events() []Event {
 	h.mu.Lock()
 	out := slices.Clone(h.events)
 	h.mu.Unlock()
-	slices.SortStableFunc(out, func(a, b Event) int {
-		switch {
-		case a.At < b.At:
-			return -1
-		case a.At > b.At:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -319,14 +320,6 @@ func describe(c Config) string {
 // sortPlan orders faults by time, keeping the given order at equal times.
 func sortPlan(plan []Fault) []Fault {
 	out := slices.Clone(plan)
-	slices.SortStableFunc(out, func(a, b Fault) int {
-		switch {
-		case a.At < b.At:
-			return -1
-		case a.At > b.At:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
