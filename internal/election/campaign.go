@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -25,6 +26,11 @@ type campaign struct {
 	// newest is the newest view any granting voter (or this member) holds;
 	// a formation re-proposes it instead of a fresh one.
 	newest *View
+	// holders are, for a formation, the nodes whose answers (grants or
+	// refusals) reported holding this member's own view: same lineage, key
+	// and members. Each accepted it at that key, which the learner rule
+	// counts (learnChosen).
+	holders map[gen.Atom]bool
 }
 
 // mayCampaign reports whether this member may start an election of its own
@@ -125,8 +131,10 @@ func (c *Core) open(now time.Time, term uint64, preVote, transfer bool) {
 	if camp.formation {
 		camp.reported = map[gen.Atom][]gen.ProcessID{c.cfg.Self.Node: c.ownSet()}
 		camp.newest = c.view.clone()
+		camp.holders = map[gen.Atom]bool{}
 	}
 	c.camp = camp
+	c.endFormationIfAgreed() // the proposer and this member may be enough
 	for _, n := range c.electorate() {
 		c.ask(now, c.peers.ensure(c.nameOf(n)))
 	}
@@ -189,6 +197,7 @@ func (c *Core) checkCampaign(now time.Time) {
 	if camp == nil {
 		return
 	}
+	c.endFormationIfAgreed()
 	var won, lost bool
 	if camp.formation {
 		won = c.formationWon()
@@ -418,7 +427,69 @@ func (c *Core) onVote(now time.Time, from gen.PID, m MessageVote) {
 	if camp.formation && m.Granted {
 		c.noteReport(now, from.Node, m)
 	}
+	if camp.formation && c.holds(m.View) {
+		camp.holders[from.Node] = true
+	}
 	c.checkCampaign(now)
+}
+
+// holds reports whether v, a view a voter reported as the one it holds, is
+// this member's own view: same lineage, same key, same members. The agreed
+// flag may differ: it says what the holder knows, not what it accepted.
+func (c *Core) holds(v *View) bool {
+	return v != nil && c.view != nil && v.Stamp.Lineage == c.view.Stamp.Lineage &&
+		v.Stamp.Key == c.view.Stamp.Key && v.sameMembers(c.view)
+}
+
+// endFormationIfAgreed turns a running formation into a regular election
+// once this member's own view is agreed: it learnt so from a header
+// (learnAgreed) or by the learner rule (learnChosen). Every grant the
+// formation counted is one a regular election would count too (a voter's
+// rule only widens for an agreed candidate, R2), and from here the
+// within-lineage rules apply: a majority of the view wins (R3).
+func (c *Core) endFormationIfAgreed() {
+	camp := c.camp
+	if camp == nil || !camp.formation {
+		return
+	}
+	c.learnChosen()
+	if c.agreed() {
+		camp.formation = false
+	}
+}
+
+// learnChosen is the learner rule (R13). A first view is chosen once at
+// least MinClusterSize of its members, a majority of it, accepted it at one
+// key (R9: what the leader that proposed it counts before it says
+// "agreed"). A formation candidate counts, among the members of the view it
+// holds: itself; every voter whose answer in this round reported holding
+// the same view at the same key (holders); and the proposer of a fresh
+// first view, identified by its stamp (lineage term equal to the key's
+// term, epoch 1: only the node that lineage names creates it, by winning
+// that term, and it holds the view, persisted, before any member can
+// accept it). A re-proposed view names no proposer, so its proposer is not
+// counted. When the count reaches the rule's figure, this member marks its
+// view agreed, as if the proposer's agreed flag had reached it.
+func (c *Core) learnChosen() {
+	v := c.view
+	if c.camp == nil || v == nil || v.Stamp.Agreed || !c.inView() {
+		return
+	}
+	accepted := map[gen.Atom]bool{c.cfg.Self.Node: true}
+	for n := range c.camp.holders {
+		if v.has(n) {
+			accepted[n] = true
+		}
+	}
+	if p := v.Stamp.Lineage; p.Term == v.Stamp.Key.Term && v.Stamp.Key.Epoch == 1 && v.has(p.Node) {
+		accepted[p.Node] = true
+	}
+	if len(accepted) < c.cfg.MinClusterSize || !v.majorityOf(accepted) {
+		return
+	}
+	learnt := v.clone()
+	learnt.Stamp.Agreed = true
+	c.install(learnt, fmt.Sprintf("chosen: %d members accepted it at %s", len(accepted), v.Stamp.Key))
 }
 
 // noteReport records what a formation grant reported and asks any member it

@@ -93,6 +93,7 @@ func (camp *campaign) clone() *campaign {
 		n.reported[node] = slices.Clone(set)
 	}
 	n.newest = camp.newest.clone()
+	n.holders = maps.Clone(camp.holders)
 	return &n
 }
 
@@ -229,7 +230,12 @@ func (camp *campaign) appendKey(b []byte) []byte {
 		b = appendString(b, string(node))
 		b = appendMembers(b, camp.reported[node])
 	}
-	return appendView(b, camp.newest)
+	b = appendView(b, camp.newest)
+	b = binary.AppendUvarint(b, uint64(len(camp.holders)))
+	for _, node := range slices.Sorted(maps.Keys(camp.holders)) {
+		b = appendString(b, string(node))
+	}
+	return b
 }
 
 // appendKey encodes a leadership; peers tell whether each admission's peer

@@ -119,6 +119,7 @@ var stateFields = map[string]string{
 	"campaign.answers":   "cloned; keyed",
 	"campaign.reported":  "deep copy; keyed",
 	"campaign.newest":    "deep copy; keyed",
+	"campaign.holders":   "cloned; keyed",
 
 	"leadership.since":           "value; not keyed: never read",
 	"leadership.committedInTerm": "value; keyed",

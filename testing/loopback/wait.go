@@ -29,7 +29,8 @@ func (c *Cluster) Read(i int, pid gen.PID) (leader.Inspection, error) {
 // pids[i] is the leader actor on node i. Requiring the agreed view means a
 // cluster that Agreed reports is formed: losing its leader right after
 // leaves the others a view to elect a successor in (a first view not yet
-// known to be agreed needs MinClusterSize live members to finish forming).
+// known to be agreed finishes forming only once a candidate learns it was
+// chosen, rule R13, or with MinClusterSize live members).
 func (c *Cluster) Agreed(pids []gen.PID, members []int) (int, uint64, bool) {
 	beliefs := make([]leader.Belief, 0, len(members))
 	for _, i := range members {

@@ -292,6 +292,78 @@ func TestRestartWithDurableStateMidChange(t *testing.T) {
 	})
 }
 
+// formedThenLeaderDied: n1 has won term 1's formation with both grants (after
+// a pre-vote round when preVote), both members have acknowledged its view
+// and n1 counted it agreed, and n1's node crashes before its next message
+// (the one saying "agreed") leaves: n2 and n3 hold the view, not known to be
+// agreed.
+func formedThenLeaderDied(preVote bool) []Action {
+	return then(formedAcksInFlight(preVote), Deliver(1, 0), Deliver(2, 0), Crash(0))
+}
+
+// formedAcksInFlight: n1 has won term 1's formation and both members hold
+// its view; their acknowledgements are in flight.
+func formedAcksInFlight(preVote bool) []Action {
+	round := []Action{Deliver(0, 1), Deliver(0, 2), Deliver(1, 0), Deliver(2, 0)}
+	p := then(met, Fire(0, election.TimerElection))
+	if preVote {
+		p = then(p, round...)
+	}
+	return then(p, slices.Concat(round, []Action{Deliver(0, 1), Deliver(0, 2)})...)
+}
+
+// The leader dies right after forming (R13, the learner rule): at a floor
+// equal to the size, the survivors are too few for a formation; each counts
+// itself, the other and the proposer as acceptors of the view's key, takes
+// the view as agreed and elects with a majority of it. The searches also
+// restart n1 with what it persisted and crash once more; the last one
+// starts with the acknowledgements in flight, so the crash may come before
+// n1 counts them, after, or after one survivor heard "agreed".
+func TestLeaderDiesRightAfterForming(t *testing.T) {
+	t.Parallel()
+	survivorLeads := Goal{Name: "a survivor leads the view n1 formed while n1 is down", Reached: func(s *State) bool {
+		for i := 1; i < s.Members(); i++ {
+			c := s.Core(i)
+			if c == nil || !c.IsProtocolLeader() {
+				continue
+			}
+			if v, ok := c.View(); ok && !s.Up(0) && v.Stamp.Lineage == (election.Lineage{Term: 1, Node: node(0)}) {
+				return true
+			}
+		}
+		return false
+	}}
+	prefixHolds := func(t *testing.T, cfg Config) {
+		t.Helper()
+		lines, err := Trace(cfg, nil)
+		require.NoError(t, err)
+		last := lines[len(lines)-1]
+		require.Contains(t, last, "n2:follower@1 v3/t1e1?", "n2 holds the view, not known agreed")
+		require.Contains(t, last, "n3:follower@1 v3/t1e1?", "n3 holds the view, not known agreed")
+	}
+	for _, cfg := range []Config{
+		{Name: "three members, n1 formed at floor 3 and crashed before saying agreed, PreVote off, one more durable crash",
+			Members: 3, MinClusterSize: 3, Durable: true, Crashes: 2, Prefix: formedThenLeaderDied(false), NoProbes: true, MaxDepth: 5},
+		{Name: "three members, n1 formed at floor 3 and crashed before saying agreed, PreVote on, fast failover",
+			Members: 3, MinClusterSize: 3, PreVote: true, FastFailover: true, Durable: true, Crashes: 1,
+			Prefix: formedThenLeaderDied(true), NoProbes: true, MaxDepth: 7},
+		{Name: "three members, n1 formed at floor 2 and crashed before saying agreed, PreVote off, one more durable crash",
+			Members: 3, MinClusterSize: 2, Durable: true, Crashes: 2, Prefix: formedThenLeaderDied(false), NoProbes: true, MaxDepth: 5},
+		{Name: "three members, n1 formed at floor 3 with both acknowledgements in flight, PreVote off, two durable crashes at any point",
+			Members: 3, MinClusterSize: 3, Durable: true, Crashes: 2, Prefix: formedAcksInFlight(false), NoProbes: true, MaxDepth: 6},
+		{Name: "three members, n1 formed at floor 3 and crashed before saying agreed, PreVote off, a disk failure",
+			Members: 3, MinClusterSize: 3, Durable: true, Crashes: 1, StorageFaults: 1, Prefix: formedThenLeaderDied(false), NoProbes: true, MaxDepth: 5},
+	} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			t.Parallel()
+			prefixHolds(t, cfg)
+			cfg.Invariants = withViews()
+			cfg.Goals = []Goal{survivorLeads}
+			keeps(t, cfg)
+		})
+	}
+}
+
 // A disk that fails: the member votes for nobody and leads nothing until a
 // write succeeds, and sends nothing a failed write would have covered.
 func TestFailingStorageKeepsEveryInvariant(t *testing.T) {
