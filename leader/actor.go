@@ -199,7 +199,7 @@ func (a *Actor) ProcessRun() error {
 // (so a reachable peer campaigns at once), then calls Terminate.
 func (a *Actor) ProcessTerminate(reason error) {
 	if a.core != nil && a.core.IsLeader() && (errors.Is(reason, gen.TerminateReasonNormal) || errors.Is(reason, gen.TerminateReasonShutdown)) {
-		if err := a.core.StepDown(time.Now()); err == nil {
+		if err := a.core.StepDownToEnd(time.Now()); err == nil {
 			a.flush()
 			if err := a.takeFatal(); err != nil {
 				a.Log().Error("leader: handing leadership over while terminating: %v", err)

@@ -149,7 +149,16 @@ func (c *Core) StorageFailing() bool { return c.storageErr != nil }
 // MessageTimeoutNow. Errors wrap gen.ErrNotAllowed when this member does not
 // lead or no member is reachable.
 func (c *Core) StepDown(now time.Time) error {
-	err := c.stepDown(now)
+	err := c.stepDown(now, false)
+	c.publish(now)
+	return err
+}
+
+// StepDownToEnd is StepDown for a member whose process is ending: the
+// target learns it with the handover and removes this member before its own
+// leadership is published, instead of counting it until the down arrives.
+func (c *Core) StepDownToEnd(now time.Time) error {
+	err := c.stepDown(now, true)
 	c.publish(now)
 	return err
 }

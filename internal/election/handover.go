@@ -30,12 +30,13 @@ const (
 	maxAvoidShift = 6
 )
 
-// handOver steps down and tells the member on node to campaign at once.
-func (c *Core) handOver(now time.Time, node gen.Atom) {
+// handOver steps down and tells the member on node to campaign at once;
+// ending says this member's process is ending.
+func (c *Core) handOver(now time.Time, node gen.Atom, ending bool) {
 	p := c.peers.get(node)
 	c.handover.target, c.handover.leadingSince = node, time.Time{}
 	c.becomeFollower(now, gen.PID{})
-	c.send(now, p, MessageTimeoutNow{Header: c.hdr(c.term)})
+	c.send(now, p, MessageTimeoutNow{Header: c.hdr(c.term), Ending: ending})
 }
 
 // judgeHandover settles the last handover: the target leading for an
@@ -98,7 +99,7 @@ func (c *Core) handOverCandidate(now time.Time) (gen.Atom, bool) {
 	return best, best != ""
 }
 
-func (c *Core) stepDown(now time.Time) error {
+func (c *Core) stepDown(now time.Time, ending bool) error {
 	if c.role != RoleLeader {
 		return fmt.Errorf("election: step down: not the leader (%s): %w", c.visibleRole(), gen.ErrNotAllowed)
 	}
@@ -106,7 +107,7 @@ func (c *Core) stepDown(now time.Time) error {
 	if !ok {
 		return fmt.Errorf("election: step down: no reachable member to hand over to: %w", gen.ErrNotAllowed)
 	}
-	c.handOver(now, to)
+	c.handOver(now, to, ending)
 	return nil
 }
 
@@ -121,15 +122,19 @@ func (c *Core) transferLeadership(now time.Time, to gen.Atom) error {
 	if !p.handOverTarget() {
 		return fmt.Errorf("election: transfer to %s: not reachable: %w", to, gen.ErrNotAllowed)
 	}
-	c.handOver(now, to)
+	c.handOver(now, to, false)
 	return nil
 }
 
 // onTimeoutNow campaigns at once for a leader handing over to this member.
-func (c *Core) onTimeoutNow(now time.Time, m MessageTimeoutNow) {
+func (c *Core) onTimeoutNow(now time.Time, from gen.PID, m MessageTimeoutNow) {
 	if m.Term != c.term || c.role == RoleLeader || !c.agreed() || !c.mayCampaignDirected() {
 		c.drop(dropUnexpected)
 		return
+	}
+	if p := c.peers.byPID(from); m.Ending && p != nil {
+		// Its down follows; until it comes the member must not count as live.
+		p.ended, p.endedPID = "its process is ending: it handed leadership over", from
 	}
 	c.recognise(gen.PID{})
 	c.leaderHeardAt = time.Time{}

@@ -140,3 +140,46 @@ func TestPreferredMemberHeldByItsHostCellLeads(t *testing.T) {
 	assert.True(t, best.core.IsLeader(), "the preferred member leads: %v", nw.roles())
 	assert.Zero(t, best.core.Status(nw.now).FailedHandovers)
 }
+
+// Handover on a graceful end (issue 11, "a stopped member still counts"): a
+// leader whose process is ending hands over with Ending set, and its
+// successor counts it as ended before any down arrives. At the floor of
+// three, the successor of a three-member view removes it and stays hidden;
+// it never publishes a leadership that counts a member already gone.
+func TestSuccessorOfAnEndingLeaderNeverCountsIt(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		nw, l := settledLeader(t, 3, 40+seed, func(c *Config) { c.MinClusterSize = 3 })
+		before := map[*simNode]int{}
+		for _, name := range nw.names {
+			before[nw.nodes[name]] = len(effectsOf[BecomeLeader](nw.nodes[name]))
+		}
+		nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.StepDownToEnd(now)) })
+		ending := sentOf[MessageTimeoutNow](l)
+		require.NotEmpty(t, ending)
+		require.True(t, ending[len(ending)-1].Message.(MessageTimeoutNow).Ending)
+		l.up = false // its process ends; the down is never delivered
+		nw.run(time.Second)
+		var successor *simNode
+		for _, name := range nw.names {
+			sn := nw.nodes[name]
+			if sn != l && sn.core.IsProtocolLeader() {
+				successor = sn
+			}
+		}
+		require.NotNil(t, successor, "seed %d: the target took over", seed)
+		assert.Equal(t, 2, successor.core.view.size(), "seed %d: the ending member is removed", seed)
+		for _, name := range nw.names {
+			sn := nw.nodes[name]
+			assert.Equal(t, before[sn], len(effectsOf[BecomeLeader](sn)), "seed %d: %s never published with the ending member counted", seed, name)
+		}
+	}
+	t.Run("a plain StepDown does not say the member ends", func(t *testing.T) {
+		nw, l := settledLeader(t, 3, 60, func(c *Config) { c.MinClusterSize = 3 })
+		nw.input(l, func(c *Core, now time.Time) { require.NoError(t, c.StepDown(now)) })
+		sent := sentOf[MessageTimeoutNow](l)
+		require.NotEmpty(t, sent)
+		assert.False(t, sent[len(sent)-1].Message.(MessageTimeoutNow).Ending)
+		nw.flush()
+		assert.Len(t, nw.leaders(), 1, "the successor of a member that stays publishes as usual")
+	})
+}

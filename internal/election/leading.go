@@ -239,14 +239,14 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		c.removals[c.cfg.Self.Node] = true
 		c.armProbe()
 		if to, ok := c.handOverCandidate(now); ok {
-			c.handOver(now, to)
+			c.handOver(now, to, false)
 			return
 		}
 	}
 	c.maybeChange(now)
 	if to, ok := c.preferredTarget(now); ok {
 		c.stats.preferredTransfers++
-		c.handOver(now, to)
+		c.handOver(now, to, false)
 		return
 	}
 	c.sendHeartbeats(now)

@@ -91,9 +91,13 @@ type MessageHeartbeatAck struct {
 }
 
 // MessageTimeoutNow tells its receiver to campaign at once, skipping PreVote:
-// the leader of Header.Term is handing leadership over to it.
+// the leader of Header.Term is handing leadership over to it. Ending says the
+// sender's process is ending: the receiver counts it as ended at once, as a
+// down with a real reason would, so its leadership is never published with
+// the sender still counted, however late that down arrives.
 type MessageTimeoutNow struct {
 	Header
+	Ending bool
 }
 
 // MessageMembership asks the leader to change the view: a member forwards the

@@ -70,7 +70,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	case MessageHeartbeatAck:
 		c.onHeartbeatAck(now, from, m)
 	case MessageTimeoutNow:
-		c.onTimeoutNow(now, m)
+		c.onTimeoutNow(now, from, m)
 	case MessageMembership:
 		c.onMembership(now, m)
 	}
