@@ -100,4 +100,16 @@ func TestCluster(t *testing.T) {
 		_, _, err := c.WaitAgreed(ctx, []gen.PID{{}, {}, {}}, loopback.All(3), settle)
 		require.ErrorIs(t, err, context.Canceled)
 	})
+	t.Run("a failed wait says what each member believed, and which are down", func(t *testing.T) {
+		c.Kill(2)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, _, err := c.WaitAgreed(ctx, pids, loopback.All(3), settle)
+		require.ErrorIs(t, err, context.Canceled)
+		for i := range 2 {
+			assert.Contains(t, err.Error(), "["+string(c.Name(i))+": state=", "member %d's beliefs", i)
+		}
+		assert.Contains(t, err.Error(), "view_members=")
+		assert.Contains(t, err.Error(), "["+string(c.Name(2))+": down]")
+	})
 }
