@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,4 +139,38 @@ func TestNoAcknowledgementIsHeldInARemovedInbox(t *testing.T) {
 		stranded += len(ib.take())
 	}
 	assert.Zero(t, stranded, "acknowledgements held in removed inboxes, counted held and never stepped nor dropped")
+}
+
+// confirmCounting counts its HandleConfirmLeader calls.
+type confirmCounting struct {
+	stallable
+	confirms *atomic.Int64
+}
+
+func (c *confirmCounting) HandleConfirmLeader() (bool, error) {
+	c.confirms.Add(1)
+	return true, nil
+}
+
+// A leader's ConfirmInterval tick that meets its full mailbox is sent again,
+// not lost: the tick re-arms only when handled, so a lost one meant
+// HandleConfirmLeader was never consulted again for that leadership, which
+// kept leading whatever the application's condition became. The same-host
+// tick shares the mechanism. Found by the second adversarial review.
+func TestReconfirmTickSurvivesAFullMailbox(t *testing.T) {
+	nodes := startTestNodes(t, "rc", 1)
+	log := &stepLog{steps: map[gen.PID][]observed{}}
+	var confirms atomic.Int64
+	o := Options{ClusterID: "reconfirm", MinClusterSize: 1, HeartbeatInterval: 20, ElectionTimeoutMin: 300, ElectionTimeoutMax: 600, ConfirmInterval: 50}
+	pid, err := nodes[0].SpawnRegister("m", func() gen.ProcessBehavior {
+		return &confirmCounting{stallable{probe{opts: o, log: log}}, &confirms}
+	}, gen.ProcessOptions{MailboxSize: 8})
+	require.NoError(t, err)
+	waitLeader(t, nodes, []gen.PID{pid})
+	require.Eventually(t, func() bool { return confirms.Load() >= 2 }, 5*time.Second, 10*time.Millisecond, "it reconfirms every 50ms")
+	// Three intervals with a full mailbox: the pending tick meets it.
+	stallWithFullMailbox(t, nodes[0], pid, 150*time.Millisecond)
+	before := confirms.Load()
+	assert.Eventually(t, func() bool { return confirms.Load() > before }, 2*time.Second, 10*time.Millisecond,
+		"HandleConfirmLeader was never consulted again after its tick met a full mailbox")
 }

@@ -275,3 +275,41 @@ func (a *Actor) stopTimers() {
 		t.mu.Unlock()
 	}
 }
+
+// sendSelfAfter sends message to the actor itself after d, as SendAfter
+// does, except that a send meeting the actor's full mailbox is tried again
+// shortly instead of lost: the shell's own ticks (reconfirmation, the
+// same-host cell) re-arm only when they are handled, so one lost firing
+// would stop them for good. The message comes from the actor's own PID.
+// Call the returned function to cancel it.
+func (a *Actor) sendSelfAfter(message any, d time.Duration) gen.CancelFunc {
+	process, pid := a.Process, a.PID()
+	var mu sync.Mutex
+	var done bool // sent, given up on (the actor is gone) or cancelled
+	var rt *time.Timer
+	send := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		if err := process.Send(pid, message); errors.Is(err, gen.ErrProcessMailboxFull) {
+			rt.Reset(mailboxFullRetry)
+			return
+		}
+		done = true
+	}
+	mu.Lock()
+	rt = time.AfterFunc(d, send)
+	mu.Unlock()
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return false
+		}
+		done = true
+		rt.Stop()
+		return true
+	}
+}
