@@ -104,8 +104,9 @@ type CoalescedAck struct {
 	Message MessageHeartbeatAck
 }
 
-// maxBatchEntries caps the entries of one frame (about 150 bytes each), well
-// below any sensible MaxFrameSize; a fuller outbox is flushed at once.
+// maxBatchEntries caps the entries of one frame (about 150 bytes each); a
+// fuller outbox is flushed at once. A batch larger than the network's
+// MaxFrameSize is sent in halves (sendBatch).
 const maxBatchEntries = 256
 
 // lingerFor is how long an outbox waits after its first entry before it is
@@ -292,14 +293,28 @@ func (c *coalescer) flush(dest gen.Atom) {
 		b.Heartbeats, hbs = hbs[:n:n], hbs[n:]
 		n = min(len(acks), maxBatchEntries-n)
 		b.Acks, acks = acks[:n:n], acks[n:]
-		entries := uint64(len(b.Heartbeats) + len(b.Acks))
-		if err := c.node.Send(to, b); err != nil {
-			c.stats.failedFrames.Add(1)
-			c.reportFailed(dest, b, err)
-			continue
-		}
+		c.sendBatch(dest, to, b)
+	}
+}
+
+// sendBatch sends b to dest's coalescer. A batch too large for the
+// network's MaxFrameSize is sent in halves, down to single entries, rather
+// than failed whole; a batch that fails otherwise is reported to its senders.
+func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBatch) {
+	entries := len(b.Heartbeats) + len(b.Acks)
+	err := c.node.Send(to, b)
+	switch {
+	case err == nil:
 		c.stats.framesOut.Add(1)
-		c.stats.entriesOut.Add(entries)
+		c.stats.entriesOut.Add(uint64(entries))
+	case entries > 1 && errors.Is(err, gen.ErrTooLarge):
+		half := entries / 2
+		nh := min(len(b.Heartbeats), half)
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh]})
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[nh:], Acks: b.Acks[half-nh:]})
+	default:
+		c.stats.failedFrames.Add(1)
+		c.reportFailed(dest, b, err)
 	}
 }
 

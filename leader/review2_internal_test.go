@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/node"
 )
 
 // stallable is a probe whose HandleMessage, given a stall, tells the test it
@@ -173,4 +175,46 @@ func TestReconfirmTickSurvivesAFullMailbox(t *testing.T) {
 	before := confirms.Load()
 	assert.Eventually(t, func() bool { return confirms.Load() > before }, 2*time.Second, 10*time.Millisecond,
 		"HandleConfirmLeader was never consulted again after its tick met a full mailbox")
+}
+
+// A batch too large for the nodes' MaxFrameSize is split until its frames
+// fit, not failed whole: with many clusters between two nodes and a small
+// MaxFrameSize, every coalesced heartbeat between them was lost and their
+// followers campaigned over and over. Found by the second adversarial review.
+func TestCoalescedBatchesFitASmallMaxFrameSize(t *testing.T) {
+	var nodes []gen.Node
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.Stop()
+		}
+	})
+	for i := range 2 {
+		nd, err := node.Start(gen.Atom(fmt.Sprintf("mf%d@127.0.0.1", i)), gen.NodeOptions{
+			Network: gen.NetworkOptions{Cookie: "regent-coalescer-test-cookie", MaxFrameSize: 2048, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
+			Log:     gen.LogOptions{Level: gen.LogLevelError},
+		})
+		require.NoError(t, err)
+		require.NoError(t, nd.Network().RegisterTypes(NetworkTypes()))
+		for _, other := range nodes {
+			require.NoError(t, nd.Network().AddRoute(other.Name(), other.Network().AcceptorAddress()))
+			require.NoError(t, other.Network().AddRoute(nd.Name(), nd.Network().AcceptorAddress()))
+		}
+		nodes = append(nodes, nd)
+	}
+	log := &stepLog{steps: map[gen.PID][]observed{}}
+	const clusters = 40
+	var all [][]gen.PID
+	for k := range clusters {
+		all = append(all, spawnProbes(t, nodes, gen.Atom(fmt.Sprintf("c%d", k)), log,
+			Options{ClusterID: fmt.Sprintf("c%d", k), MinClusterSize: 2, HeartbeatInterval: 20, ElectionTimeoutMin: 300, ElectionTimeoutMax: 600}))
+	}
+	for _, pids := range all {
+		waitLeader(t, nodes, pids)
+	}
+	time.Sleep(500 * time.Millisecond)
+	for i, nd := range nodes {
+		s := ReadCoalescer(nd)
+		assert.Zero(t, s.FailedFrames, "node %d: coalesced frames failed", i)
+		assert.Positive(t, s.EntriesIn, "node %d received coalesced entries", i)
+	}
 }
