@@ -80,8 +80,10 @@ type Actor struct {
 	// unclusteredWarned is when the member last said at Warning that it is
 	// unclustered, zero while it is not: a reminder follows once a minute.
 	unclusteredWarned time.Time
-	// sameHost is the host's cell when Options.SameHost is set.
-	sameHost *sameHost
+	// sameHost is the host's cell when Options.SameHost is set;
+	// sameHostCancel cancels its pending tick.
+	sameHost       *sameHost
+	sameHostCancel gen.CancelFunc
 	// reported is the role, term and leader last reported to OnTransition
 	// and subscribers; nil before the first report.
 	reported *transitionState
@@ -209,6 +211,9 @@ func (a *Actor) ProcessTerminate(reason error) {
 	a.stopTimers()
 	a.stopReconfirm()
 	a.unregister()
+	if a.sameHostCancel != nil {
+		a.sameHostCancel()
+	}
 	if a.sameHost != nil {
 		if err := a.sameHost.release(); err != nil {
 			a.Log().Warning("leader: releasing the same-host cell: %v", err)

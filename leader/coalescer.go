@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,11 @@ import (
 //     leaders of a node emit in one burst that one linger gathers, and the
 //     bursts of different nodes fall at different instants.
 //
-// Not guaranteed: a frame's sender node is the node its envelope names; the
-// runtime does not check it against the connection it came on.
+// A frame's sender node is the node its envelope names, which the runtime
+// checks against the peer of the connection it came on (a frame naming a
+// sender elsewhere is dropped as foreign_sender in the network's counters).
+// What the peer's name is worth is the handshake's: any cookie holder may
+// announce any name unless TLSVerifyNodeName ties it to a certificate.
 
 // CoalescerName is the registered name of every node's heartbeat coalescer.
 // Do not register a process of your own under it.
@@ -100,8 +104,9 @@ type CoalescedAck struct {
 	Message MessageHeartbeatAck
 }
 
-// maxBatchEntries caps the entries of one frame (about 150 bytes each), well
-// below any sensible MaxFrameSize; a fuller outbox is flushed at once.
+// maxBatchEntries caps the entries of one frame (about 150 bytes each); a
+// fuller outbox is flushed at once. A batch larger than the network's
+// MaxFrameSize is sent in halves (sendBatch).
 const maxBatchEntries = 256
 
 // lingerFor is how long an outbox waits after its first entry before it is
@@ -124,11 +129,23 @@ const (
 	dropLocalBatch = "local_batch"
 	// dropGone: the member it is for has ended.
 	dropGone = "gone"
+	// dropMailboxFull: the member it is for lives, but its bounded mailbox
+	// (gen.ProcessOptions.MailboxSize) is full.
+	dropMailboxFull = "mailbox_full"
 	// dropUnexpectedMessage: a message the coalescer does not take.
 	dropUnexpectedMessage = "unexpected_message"
 )
 
-var dropReasons = [...]string{dropForeignSender, dropMalformedEntry, dropLocalBatch, dropGone, dropUnexpectedMessage}
+var dropReasons = [...]string{dropForeignSender, dropMalformedEntry, dropLocalBatch, dropGone, dropMailboxFull, dropUnexpectedMessage}
+
+// undelivered is the reason a local send that failed with err drops what it
+// carried.
+func undelivered(err error) string {
+	if errors.Is(err, gen.ErrProcessMailboxFull) {
+		return dropMailboxFull
+	}
+	return dropGone
+}
 
 // CoalescerStats are a node's heartbeat coalescer counters since it started.
 type CoalescerStats struct {
@@ -276,14 +293,28 @@ func (c *coalescer) flush(dest gen.Atom) {
 		b.Heartbeats, hbs = hbs[:n:n], hbs[n:]
 		n = min(len(acks), maxBatchEntries-n)
 		b.Acks, acks = acks[:n:n], acks[n:]
-		entries := uint64(len(b.Heartbeats) + len(b.Acks))
-		if err := c.node.Send(to, b); err != nil {
-			c.stats.failedFrames.Add(1)
-			c.reportFailed(dest, b, err)
-			continue
-		}
+		c.sendBatch(dest, to, b)
+	}
+}
+
+// sendBatch sends b to dest's coalescer. A batch too large for the
+// network's MaxFrameSize is sent in halves, down to single entries, rather
+// than failed whole; a batch that fails otherwise is reported to its senders.
+func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBatch) {
+	entries := len(b.Heartbeats) + len(b.Acks)
+	err := c.node.Send(to, b)
+	switch {
+	case err == nil:
 		c.stats.framesOut.Add(1)
-		c.stats.entriesOut.Add(entries)
+		c.stats.entriesOut.Add(uint64(entries))
+	case entries > 1 && errors.Is(err, gen.ErrTooLarge):
+		half := entries / 2
+		nh := min(len(b.Heartbeats), half)
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh]})
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[nh:], Acks: b.Acks[half-nh:]})
+	default:
+		c.stats.failedFrames.Add(1)
+		c.reportFailed(dest, b, err)
 	}
 }
 
@@ -315,7 +346,7 @@ func (c *coalescer) reportFailed(dest gen.Atom, b MessageHeartbeatBatch, err err
 		}
 		told[from] = struct{}{}
 		if serr := c.node.Send(from, coalescedFailed{node: dest, err: err}); serr != nil {
-			c.stats.drop(dropGone, 1)
+			c.stats.drop(undelivered(serr), 1)
 		}
 	}
 	for i := range b.Heartbeats {
@@ -352,8 +383,11 @@ type inbox struct {
 	// it after every input. While it is false, acknowledgements for it are
 	// delivered at once.
 	ticking atomic.Bool
-	mu      sync.Mutex // guards acks and spare
+	mu      sync.Mutex // guards acks, spare and closed
 	acks    []heldAck
+	// closed: the member ended and its inbox was emptied for good; nothing
+	// is held in it any more (hold looks the inbox up before it locks it).
+	closed bool
 	// spare is the slice the member stepped last, given back for reuse.
 	spare []heldAck
 }
@@ -367,6 +401,9 @@ type heldAck struct {
 
 // addInbox registers the inbox of the member pid.
 func (c *coalescer) addInbox(pid gen.PID, ib *inbox) {
+	ib.mu.Lock()
+	ib.closed = false
+	ib.mu.Unlock()
 	c.inboxMu.Lock()
 	c.inboxes[pid] = ib
 	c.inboxMu.Unlock()
@@ -379,7 +416,11 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 	delete(c.inboxes, pid)
 	c.inboxMu.Unlock()
 	if ib != nil {
-		if n := len(ib.take()); n > 0 {
+		ib.mu.Lock()
+		n := len(ib.acks)
+		ib.acks, ib.spare, ib.closed = nil, nil, true
+		ib.mu.Unlock()
+		if n > 0 {
 			c.stats.drop(dropGone, uint64(n))
 		}
 	}
@@ -395,6 +436,11 @@ func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.
 		return false
 	}
 	ib.mu.Lock()
+	if ib.closed {
+		// Its member ended since the look-up: deliver, which counts it gone.
+		ib.mu.Unlock()
+		return false
+	}
 	ib.acks = append(ib.acks, heldAck{from: from, at: at, ack: *ack})
 	ib.mu.Unlock()
 	c.stats.held.Add(1)

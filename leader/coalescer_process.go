@@ -126,7 +126,7 @@ func (p *coalescerProcess) check(r CoalescedRoute, sender *gen.ProcessID, node g
 // acknowledgement from each follower there), so there is nothing to group.
 func (p *coalescerProcess) deliver(t deliveryTarget, in inbound) {
 	if err := p.Send(t.value(), coalescedIn{in}); err != nil {
-		p.c.stats.drop(dropGone, 1)
+		p.c.stats.drop(undelivered(err), 1)
 		return
 	}
 	p.c.stats.deliveries.Add(1)

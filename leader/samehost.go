@@ -61,7 +61,5 @@ func (s *sameHost) describe() string {
 // onSameHostTick runs the cell's tick and re-arms it.
 func (a *Actor) onSameHostTick(now time.Time) {
 	a.core.SetCampaign(now, a.sameHost.tick())
-	if _, err := a.SendAfter(a.PID(), sameHostTick{}, a.sameHost.period); err != nil {
-		a.Log().Warning("leader: same-host cell timer: %v", err)
-	}
+	a.sameHostCancel = a.sendSelfAfter(sameHostTick{}, a.sameHost.period)
 }

@@ -300,12 +300,7 @@ func (a *Actor) armReconfirm(term uint64) {
 		return
 	}
 	after := time.Duration(a.options.ConfirmInterval) * time.Millisecond
-	cancel, err := a.SendAfter(a.PID(), reconfirmTick{term: term}, after)
-	if err != nil {
-		a.Log().Warning("leader: arming the reconfirmation timer: %v", err)
-		return
-	}
-	a.reconfirmCancel = cancel
+	a.reconfirmCancel = a.sendSelfAfter(reconfirmTick{term: term}, after)
 }
 
 // stopReconfirm cancels the ConfirmInterval timer, if armed.
