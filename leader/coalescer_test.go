@@ -61,8 +61,13 @@ func (p *probe) HandleBecomeLeader() error          { return nil }
 func (p *probe) HandleBecomeFollower(gen.PID) error { return nil }
 
 // startTestNodes starts n nodes on loopback with the election's types,
-// routed to each other, stopped when the test ends.
-func startTestNodes(t *testing.T, prefix string, n int) []gen.Node {
+// routed to each other, stopped when the test ends; maxFrame, when given,
+// is their MaxFrameSize.
+func startTestNodes(t *testing.T, prefix string, n int, maxFrame ...int) []gen.Node {
+	frameCap := 0 // the runtime's default
+	if len(maxFrame) > 0 {
+		frameCap = maxFrame[0]
+	}
 	var nodes []gen.Node
 	t.Cleanup(func() {
 		for _, nd := range nodes {
@@ -71,7 +76,7 @@ func startTestNodes(t *testing.T, prefix string, n int) []gen.Node {
 	})
 	for i := range n {
 		nd, err := node.Start(gen.Atom(fmt.Sprintf("%s%d@127.0.0.1", prefix, i)), gen.NodeOptions{
-			Network: gen.NetworkOptions{Cookie: "regent-coalescer-test-cookie", Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
+			Network: gen.NetworkOptions{Cookie: "regent-coalescer-test-cookie", MaxFrameSize: frameCap, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
 			Log:     gen.LogOptions{Level: gen.LogLevelError},
 		})
 		require.NoError(t, err)

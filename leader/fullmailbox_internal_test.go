@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
-	"github.com/regent-go/regent/node"
 )
 
 // stallable is a probe whose HandleMessage, given a stall, tells the test it
@@ -182,25 +181,7 @@ func TestReconfirmTickSurvivesAFullMailbox(t *testing.T) {
 // MaxFrameSize, every coalesced heartbeat between them was lost and their
 // followers campaigned over and over. Found by the second adversarial review.
 func TestCoalescedBatchesFitASmallMaxFrameSize(t *testing.T) {
-	var nodes []gen.Node
-	t.Cleanup(func() {
-		for _, nd := range nodes {
-			nd.Stop()
-		}
-	})
-	for i := range 2 {
-		nd, err := node.Start(gen.Atom(fmt.Sprintf("mf%d@127.0.0.1", i)), gen.NodeOptions{
-			Network: gen.NetworkOptions{Cookie: "regent-coalescer-test-cookie", MaxFrameSize: 2048, Acceptor: gen.AcceptorOptions{Host: "127.0.0.1"}},
-			Log:     gen.LogOptions{Level: gen.LogLevelError},
-		})
-		require.NoError(t, err)
-		require.NoError(t, nd.Network().RegisterTypes(NetworkTypes()))
-		for _, other := range nodes {
-			require.NoError(t, nd.Network().AddRoute(other.Name(), other.Network().AcceptorAddress()))
-			require.NoError(t, other.Network().AddRoute(nd.Name(), nd.Network().AcceptorAddress()))
-		}
-		nodes = append(nodes, nd)
-	}
+	nodes := startTestNodes(t, "mf", 2, 2048)
 	log := &stepLog{steps: map[gen.PID][]observed{}}
 	const clusters = 40
 	var all [][]gen.PID
