@@ -179,6 +179,13 @@ func (s *Simulator) applyResolved(f Fault) (string, error) {
 		return "", fmt.Errorf("%s is already down: %w", m.name, gen.ErrNotAllowed)
 	}
 	leader := m.core.IsLeader()
+	if f.Kind == FaultStop && leader {
+		// As the leader shell does when the actor stops on purpose: hand
+		// over first, saying this member ends.
+		if err := m.core.StepDownToEnd(s.clock()); err == nil {
+			s.drain(m)
+		}
+	}
 	s.down(m, f.Kind == FaultStop)
 	return fmt.Sprintf("%s %s (leader: %t)", f.Kind, m.name, leader), nil
 }

@@ -637,8 +637,12 @@ func (s *Simulator) deliver(it *item) {
 	if it.target == (gen.PID{}) {
 		to = s.named(it.toName)
 	}
+	// A member that stopped gracefully closed its connections after what it
+	// had sent (its handover among them), so that still arrives; a crash
+	// loses what was in flight.
+	sent := from != nil && from.pid == it.from && (from.live || from.stopped)
 	switch {
-	case from == nil || !from.live || from.pid != it.from, to == nil || !to.live,
+	case !sent, to == nil || !to.live,
 		it.target != (gen.PID{}) && it.target != to.pid, s.cut[from.node][to.node]:
 		s.mix(0)
 		return
