@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
 )
 
 // FailoverBuckets are the upper bounds, in seconds, of the failover histogram.
@@ -36,6 +37,18 @@ type metrics struct {
 // stay visible where an operator looks.
 type networkDescs struct {
 	peers, inFlight, rejected, dropped, collisions *prometheus.Desc
+	// traffic: frames and bytes each way, and the socket writes that
+	// carried the frames out.
+	framesIn, framesOut, bytesIn, bytesOut, writes *prometheus.Desc
+	// coalescer: the node's heartbeat coalescer (leader.CoalescerStats).
+	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalDropped *prometheus.Desc
+}
+
+// all lists every description.
+func (d networkDescs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{d.peers, d.inFlight, d.rejected, d.dropped, d.collisions,
+		d.framesIn, d.framesOut, d.bytesIn, d.bytesOut, d.writes,
+		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalDropped}
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -60,6 +73,23 @@ func newMetrics(node gen.Node) *metrics {
 			rejected:   netDesc("handshakes_rejected_total", "Connections refused before or during the handshake, by reason.", "reason"),
 			dropped:    netDesc("dropped_total", "Frames discarded and connections closed, by reason.", "reason"),
 			collisions: netDesc("name_collisions_total", "Connections refused because a live connection serves a node of that name."),
+			framesIn:   netDesc("frames_in_total", "Frames received from peers."),
+			framesOut:  netDesc("frames_out_total", "Frames sent to peers."),
+			bytesIn:    netDesc("bytes_in_total", "Bytes received from peers."),
+			bytesOut:   netDesc("bytes_out_total", "Bytes sent to peers."),
+			writes:     netDesc("writes_total", "Socket writes that carried the frames sent; frames_out_total over this is the frames per write."),
+			coalFramesOut: prometheus.NewDesc("regent_coalescer_frames_out_total",
+				"Heartbeat batches the node's coalescer sent.", []string{"node"}, nil),
+			coalEntriesOut: prometheus.NewDesc("regent_coalescer_entries_out_total",
+				"Heartbeats and acknowledgements those batches carried.", []string{"node"}, nil),
+			coalFailed: prometheus.NewDesc("regent_coalescer_failed_frames_total",
+				"Batches whose send failed (their senders were told).", []string{"node"}, nil),
+			coalFramesIn: prometheus.NewDesc("regent_coalescer_frames_in_total",
+				"Heartbeat batches the node's coalescer received.", []string{"node"}, nil),
+			coalEntriesIn: prometheus.NewDesc("regent_coalescer_entries_in_total",
+				"Heartbeats and acknowledgements those batches carried.", []string{"node"}, nil),
+			coalDropped: prometheus.NewDesc("regent_coalescer_dropped_total",
+				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
 		},
 		members: []memberGauge{
 			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
@@ -96,7 +126,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.up
 	ch <- m.dropped
 	m.failover.Describe(ch)
-	for _, d := range []*prometheus.Desc{m.network.peers, m.network.inFlight, m.network.rejected, m.network.dropped, m.network.collisions} {
+	for _, d := range m.network.all() {
 		ch <- d
 	}
 }
@@ -107,7 +137,16 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.network.peers, prometheus.GaugeValue, float64(s.Connections), node)
 	ch <- prometheus.MustNewConstMetric(m.network.inFlight, prometheus.GaugeValue, float64(s.HandshakesInFlight), node)
 	ch <- prometheus.MustNewConstMetric(m.network.collisions, prometheus.CounterValue, float64(s.NameCollisions), node)
-	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped} {
+	coal := leader.ReadCoalescer(m.node)
+	for desc, n := range map[*prometheus.Desc]uint64{
+		m.network.framesIn: s.FramesIn, m.network.framesOut: s.FramesOut, m.network.bytesIn: s.BytesIn,
+		m.network.bytesOut: s.BytesOut, m.network.writes: s.Writes,
+		m.network.coalFramesOut: coal.FramesOut, m.network.coalEntriesOut: coal.EntriesOut, m.network.coalFailed: coal.FailedFrames,
+		m.network.coalFramesIn: coal.FramesIn, m.network.coalEntriesIn: coal.EntriesIn,
+	} {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
+	}
+	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped} {
 		for reason, n := range counts {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node, reason)
 		}

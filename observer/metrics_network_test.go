@@ -54,3 +54,26 @@ func TestMetricsShowNetworkRejections(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond)
 	})
 }
+
+func TestMetricsShowTrafficAndTheCoalescer(t *testing.T) {
+	c := startCluster(t, "traffic", 3)
+	c.healthy(t, 0)
+	s := serve(t, c.nodes[0])
+	n := c.nodes[0]
+	require.Eventually(t, func() bool {
+		families, err := scrape(s)
+		if err != nil {
+			return false
+		}
+		framesOut, writes := networkValue(families, "regent_network_frames_out_total", n, ""), networkValue(families, "regent_network_writes_total", n, "")
+		return framesOut > 0 && writes > 0 && writes <= framesOut &&
+			networkValue(families, "regent_network_frames_in_total", n, "") > 0 &&
+			networkValue(families, "regent_network_bytes_out_total", n, "") > framesOut &&
+			networkValue(families, "regent_network_bytes_in_total", n, "") > 0 &&
+			// steady heartbeats travel in batches once a leader ticks
+			networkValue(families, "regent_coalescer_frames_out_total", n, "") > 0 &&
+			networkValue(families, "regent_coalescer_entries_out_total", n, "") >= networkValue(families, "regent_coalescer_frames_out_total", n, "") &&
+			networkValue(families, "regent_coalescer_frames_in_total", n, "") > 0 &&
+			networkValue(families, "regent_coalescer_failed_frames_total", n, "") == 0
+	}, settle, poll, "traffic and coalescer counters on /metrics")
+}
