@@ -2,6 +2,7 @@ package modelcheck
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -19,12 +20,13 @@ type Invariant struct {
 }
 
 // Default is the invariants every search checks unless its Config says
-// otherwise: one leader per term, terms never decrease, no visible leader
+// otherwise: one leader per term, terms never decrease, sent terms are
+// stored, no visible leader
 // below MinClusterSize, one membership per view key, and one agreed lineage
 // while MinClusterSize exceeds half the members. ViewsThatCanElectIntersect
 // is added by searches with durable state (see there why).
 func Default() []Invariant {
-	return []Invariant{OneLeaderPerTerm, TermsNeverDecrease, NoLeaderBelowMinClusterSize, OneKeyOneMembership, OneAgreedLineage}
+	return []Invariant{OneLeaderPerTerm, TermsNeverDecrease, SentTermsAreStored, NoLeaderBelowMinClusterSize, OneKeyOneMembership, OneAgreedLineage}
 }
 
 // OneLeaderPerTerm is election safety (DESIGN.md invariant 1) at its
@@ -80,6 +82,53 @@ var TermsNeverDecrease = Invariant{
 		}
 		return nil
 	},
+}
+
+// SentTermsAreStored: a message in flight names no term above its sender's
+// stored term (pre-vote traffic aside, which moves no term). With it, a new
+// life may start from its stored term (TermsNeverDecrease) without
+// forgetting any term another member saw.
+var SentTermsAreStored = Invariant{
+	Name: "sent terms are stored",
+	Check: func(s *State) error {
+		for _, e := range s.net {
+			m := s.members[e.from]
+			if e.fromPID != m.pid || isPreVote(e.out.Message) {
+				continue
+			}
+			if t := headerTerm(e.out.Message); t > m.stored.Term {
+				return fmt.Errorf("%s sent %s at term %d with term %d stored", name(e.from), describeMessage(e.out.Message), t, m.stored.Term)
+			}
+		}
+		return nil
+	},
+}
+
+// isPreVote reports whether msg is a pre-vote request or answer.
+func isPreVote(msg any) bool {
+	switch m := msg.(type) {
+	case election.MessageRequestVote:
+		return m.PreVote
+	case election.MessageVote:
+		return m.PreVote
+	}
+	return false
+}
+
+// headerTerm is the term in msg's Header, 0 when it has none.
+func headerTerm(msg any) uint64 {
+	v := reflect.ValueOf(msg)
+	if v.Kind() != reflect.Struct {
+		return 0
+	}
+	f := v.FieldByName("Header")
+	if !f.IsValid() {
+		return 0
+	}
+	if h, ok := f.Interface().(election.Header); ok {
+		return h.Term
+	}
+	return 0
 }
 
 // NoLeaderBelowMinClusterSize is DESIGN.md invariant 4 (rule R10): a

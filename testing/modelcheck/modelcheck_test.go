@@ -374,6 +374,25 @@ func TestFailingStorageKeepsEveryInvariant(t *testing.T) {
 		Invariants: withViews(),
 		Goals:      []Goal{anyCore("a member told its writes fail", func(_ int, c *election.Core) bool { return c.StorageFailing() })},
 	})
+	// A term raised while the disk fails is neither stored nor sent; a crash
+	// then loses it, and the next life starts from the stored term, which
+	// is no decrease of any term the member ever showed.
+	keeps(t, Config{
+		Name:    "three members led by n1, one disk failure and one durable crash, PreVote off, floor 2",
+		Members: 3, MinClusterSize: 2, Durable: true, StorageFaults: 1, Crashes: 1, Prefix: ledByN1, MaxDepth: 4,
+		Invariants: withViews(),
+		Goals: []Goal{
+			anyCore("a member told its writes fail", func(_ int, c *election.Core) bool { return c.StorageFailing() }),
+			{Name: "a member restarted", Reached: func(s *State) bool {
+				for i := range s.Members() {
+					if s.Up(i) && s.Life(i) > 1 {
+						return true
+					}
+				}
+				return false
+			}},
+		},
+	})
 }
 
 // Two clusters that formed apart (a floor of 2 of 4, Bootstrap lists of two

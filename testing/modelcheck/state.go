@@ -62,8 +62,9 @@ type member struct {
 	// monitors are the PIDs this life monitors, sorted; never changed in
 	// place, since states share it.
 	monitors []gen.PID
-	// floor is the highest term this member held before the current step,
-	// within this life, or across lives when restarts are durable.
+	// floor is the highest term this member held before the current step
+	// within this life, starting from the term its life started with (the
+	// stored one when restarts are durable).
 	floor uint64
 	// hash digests the member's part of the state key; valid only when
 	// hashed is set.
@@ -198,8 +199,12 @@ func (s *State) start(i int) error {
 	m.monitors = nil
 	if !s.cfg.Durable {
 		m.stored = election.HardState{}
-		m.floor = 0
 	}
+	// A new life holds what was stored. A term the last life raised while
+	// its disk failed was neither stored nor sent (the shell sends nothing
+	// a failed write covers), so no one saw it and forgetting it lowers no
+	// term the member ever showed.
+	m.floor = m.stored.Term
 	m.src = rand.NewPCG(uint64(i+1), uint64(m.life))
 	core, err := election.New(s.cfg.memberConfig(i, rand.New(m.src)), m.pid, m.stored, m.now)
 	if err != nil {
@@ -226,7 +231,8 @@ func (s *State) Core(i int) *election.Core { return s.members[i].core }
 func (s *State) Now(i int) time.Time { return s.members[i].now }
 
 // TermFloor is the highest term member i held before the step that led to
-// this state: within its life, or across lives when restarts are durable.
+// this state, within its life, which starts from its stored term (0
+// without durable state).
 func (s *State) TermFloor(i int) uint64 { return s.members[i].floor }
 
 // Leaders lists every member life that led the election (visibly or not)
