@@ -70,8 +70,9 @@ var OneLeaderPerLineageAndTerm = Invariant{
 }
 
 // TermsNeverDecrease is DESIGN.md invariant 5: a member's term never goes
-// below what it held before, within a life and, when restarts are durable,
-// across lives.
+// below what it held before within a life, and a durable restart starts
+// from the stored term; SentTermsAreStored makes sure no other member saw
+// a higher one.
 var TermsNeverDecrease = Invariant{
 	Name: "terms never decrease",
 	Check: func(s *State) error {
