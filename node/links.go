@@ -37,8 +37,8 @@ type relations struct {
 	node *node
 
 	mu       sync.Mutex // guards targets and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
-	targets  map[target]map[watcher]struct{}
-	watching map[gen.PID]map[relEntry]struct{} // local watchers only: what each one watches
+	targets  map[target]*smallSet[watcher]
+	watching map[gen.PID]*smallSet[relEntry] // local watchers only: what each one watches
 }
 
 // add records w watching t.
@@ -63,24 +63,24 @@ func (r *relations) addIfLive(t target, w watcher) bool {
 
 func (r *relations) addLocked(t target, w watcher) {
 	if r.targets == nil {
-		r.targets = make(map[target]map[watcher]struct{})
-		r.watching = make(map[gen.PID]map[relEntry]struct{})
+		r.targets = make(map[target]*smallSet[watcher])
+		r.watching = make(map[gen.PID]*smallSet[relEntry])
 	}
 	set := r.targets[t]
 	if set == nil {
-		set = make(map[watcher]struct{})
+		set = &smallSet[watcher]{}
 		r.targets[t] = set
 	}
-	set[w] = struct{}{}
+	set.add(w)
 	// A pending Call removes its own record when it returns, so it needs no
 	// entry for cleanup when its caller terminates.
 	if w.pid.Node == r.node.name && w.kind != relCall {
 		mine := r.watching[w.pid]
 		if mine == nil {
-			mine = make(map[relEntry]struct{})
+			mine = &smallSet[relEntry]{}
 			r.watching[w.pid] = mine
 		}
-		mine[relEntry{t, w}] = struct{}{}
+		mine.add(relEntry{t, w})
 	}
 }
 
@@ -92,20 +92,16 @@ func (r *relations) remove(t target, w watcher) bool {
 }
 
 func (r *relations) removeLocked(t target, w watcher) bool {
-	set, ok := r.targets[t]
-	if !ok {
+	set := r.targets[t]
+	if set == nil || !set.remove(w) {
 		return false
 	}
-	if _, ok := set[w]; !ok {
-		return false
-	}
-	delete(set, w)
-	if len(set) == 0 {
+	if set.len() == 0 {
 		delete(r.targets, t)
 	}
 	if mine := r.watching[w.pid]; mine != nil {
-		delete(mine, relEntry{t, w})
-		if len(mine) == 0 {
+		mine.remove(relEntry{t, w})
+		if mine.len() == 0 {
 			delete(r.watching, w.pid)
 		}
 	}
@@ -115,8 +111,12 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 // takeTargetLocked removes every watcher of t and appends them to out.
 // Called with r.mu held.
 func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
+	set := r.targets[t]
+	if set == nil {
+		return out
+	}
 	start := len(out)
-	for w := range r.targets[t] {
+	for _, w := range set.appendTo(nil) {
 		out = append(out, relEntry{t, w})
 	}
 	for _, e := range out[start:] {
@@ -145,7 +145,11 @@ func (r *relations) targetGone(p *process, reason error) {
 func (r *relations) forget(p *process) {
 	r.mu.Lock()
 	var remote []relEntry
-	for e := range r.watching[p.pid] {
+	var mine []relEntry
+	if set := r.watching[p.pid]; set != nil {
+		mine = set.appendTo(nil) // removeLocked edits the set
+	}
+	for _, e := range mine {
 		r.removeLocked(e.target, e.w)
 		if e.w.kind != relCall && r.node.isRemote(e.target) {
 			remote = append(remote, e)
@@ -169,8 +173,10 @@ func (r *relations) nodeDown(name gen.Atom) {
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
+	var ws []watcher
 	for t, set := range r.targets {
-		for w := range set {
+		ws = set.appendTo(ws[:0])
+		for _, w := range ws {
 			switch {
 			case t.node == name:
 				fired = append(fired, relEntry{t, w})
