@@ -183,3 +183,39 @@ func TestSuccessorOfAnEndingLeaderNeverCountsIt(t *testing.T) {
 		assert.Len(t, nw.leaders(), 1, "the successor of a member that stays publishes as usual")
 	})
 }
+
+// An ending handover marks the life that sent it, and only that life: a
+// replay of it changes nothing once its term has passed, and a new life of
+// the member on that node (restarted quickly, before the old down) counts
+// as live at once; the old life's late down does not mark it again, and the
+// successor keeps it in the view.
+func TestEndingHandoverMarksOnlyTheLifeThatSentIt(t *testing.T) {
+	h := newAgreed(t, 2, func(c *Config) { c.MinClusterSize = 3 })
+	stamp := h.stamp()
+	h.heartbeat(2, 1, stamp, nil)
+	require.Equal(t, peerPID(2), h.c.leader, "n2 leads term 1")
+	ending := MessageTimeoutNow{Header: hdr(2, 1, stamp), Ending: true}
+	h.step(2, ending)
+	require.Equal(t, RoleCandidate, h.c.role, "the handover's target campaigns")
+	term := h.c.Term()
+	p := h.c.peers.get(nodeName(2))
+	require.NotEmpty(t, p.ended, "n2's life said it ends")
+
+	h.step(2, ending) // replayed or duplicated: its term is over
+	assert.Equal(t, term, h.c.Term(), "a replayed handover starts no second campaign")
+
+	reborn := gen.PID{Node: nodeName(2), ID: 1000, Creation: 2}
+	h.c.Step(h.now, reborn, MessageVote{Header: hdr(2, term, h.stamp()), Granted: true})
+	h.collect()
+	assert.Empty(t, p.ended, "the new life is live")
+	h.c.PeerDown(h.now, peerPID(2), gen.TerminateReasonNormal)
+	h.collect()
+	assert.Empty(t, p.ended, "the old life's late down names a process no longer known")
+	require.True(t, h.c.IsProtocolLeader(), "n1 won with n2's new life")
+	h.c.Step(h.now, reborn, MessageHeartbeatAck{Header: hdr(2, term, h.stamp())})
+	h.ack(3, term)
+	h.take()
+	assert.Equal(t, RoleLeader, h.c.Role(), "visible with all three: %+v", h.c.Status(h.now).Below)
+	v, _ := h.c.View()
+	assert.Len(t, v.Members, 3, "n2 was not removed")
+}

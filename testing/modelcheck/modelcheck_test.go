@@ -594,3 +594,48 @@ func TestConfigsThatCannotRunAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// fourFormed: four members at a floor of 3; n1 has won term 1's formation
+// with the grants of n2 and n3 (n4's is in flight) and its heartbeats
+// carrying the fresh view {n1..n4} are in flight.
+func fourFormed() []Action {
+	return then(met, Fire(0, election.TimerElection),
+		Deliver(0, 1), Deliver(0, 2), Deliver(0, 3), Deliver(1, 0), Deliver(2, 0))
+}
+
+// R13 in four members at a floor of 3 (above half): n1's first view reached
+// two members, three acceptors with n1, and n1 died; a survivor counts
+// itself, the other holder and n1, and leads the view. Or it reached one
+// only: two acceptors are not enough, and the survivors form again, which
+// re-proposes it. The searches crash once more at any point (a durable
+// restart of n1 included), or fail a disk.
+func TestLeaderDiesRightAfterFormingFourMembers(t *testing.T) {
+	t.Parallel()
+	survivorLeads := Goal{Name: "a survivor leads the view n1 formed while n1 is down", Reached: func(s *State) bool {
+		for i := 1; i < s.Members(); i++ {
+			c := s.Core(i)
+			if c == nil || !c.IsProtocolLeader() {
+				continue
+			}
+			if v, ok := c.View(); ok && !s.Up(0) && v.Stamp.Lineage == (election.Lineage{Term: 1, Node: node(0)}) {
+				return true
+			}
+		}
+		return false
+	}}
+	for _, cfg := range []Config{
+		{Name: "four members, n1 formed at floor 3, two heard the view, n1 crashed, one more durable crash",
+			Members: 4, MinClusterSize: 3, Durable: true, Crashes: 2, Prefix: then(fourFormed(), Deliver(0, 1), Deliver(0, 2), Crash(0)), NoProbes: true, MaxDepth: 5},
+		{Name: "four members, n1 formed at floor 3, two heard the view, n1 crashed, a disk failure",
+			Members: 4, MinClusterSize: 3, Durable: true, Crashes: 1, StorageFaults: 1, Prefix: then(fourFormed(), Deliver(0, 1), Deliver(0, 2), Crash(0)), NoProbes: true, MaxDepth: 5},
+		{Name: "four members, n1 formed at floor 3, one heard the view, n1 crashed, one more durable crash",
+			Members: 4, MinClusterSize: 3, Durable: true, Crashes: 2, Prefix: then(fourFormed(), Deliver(0, 1), Crash(0)), NoProbes: true, MaxDepth: 5},
+	} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg.Invariants = withViews()
+			cfg.Goals = []Goal{survivorLeads}
+			keeps(t, cfg)
+		})
+	}
+}
