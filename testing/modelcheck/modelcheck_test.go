@@ -312,6 +312,21 @@ func formedAcksInFlight(preVote bool) []Action {
 	return then(p, slices.Concat(round, []Action{Deliver(0, 1), Deliver(0, 2)})...)
 }
 
+// survivorLeads is reached once a member other than n1 leads the view n1
+// formed (lineage 1@n1) while n1 is down.
+var survivorLeads = Goal{Name: "a survivor leads the view n1 formed while n1 is down", Reached: func(s *State) bool {
+	for i := 1; i < s.Members(); i++ {
+		c := s.Core(i)
+		if c == nil || !c.IsProtocolLeader() {
+			continue
+		}
+		if v, ok := c.View(); ok && !s.Up(0) && v.Stamp.Lineage == (election.Lineage{Term: 1, Node: node(0)}) {
+			return true
+		}
+	}
+	return false
+}}
+
 // The leader dies right after forming (R13, the learner rule): at a floor
 // equal to the size, the survivors are too few for a formation; each counts
 // itself, the other and the proposer as acceptors of the view's key, takes
@@ -321,18 +336,6 @@ func formedAcksInFlight(preVote bool) []Action {
 // n1 counts them, after, or after one survivor heard "agreed".
 func TestLeaderDiesRightAfterForming(t *testing.T) {
 	t.Parallel()
-	survivorLeads := Goal{Name: "a survivor leads the view n1 formed while n1 is down", Reached: func(s *State) bool {
-		for i := 1; i < s.Members(); i++ {
-			c := s.Core(i)
-			if c == nil || !c.IsProtocolLeader() {
-				continue
-			}
-			if v, ok := c.View(); ok && !s.Up(0) && v.Stamp.Lineage == (election.Lineage{Term: 1, Node: node(0)}) {
-				return true
-			}
-		}
-		return false
-	}}
 	prefixHolds := func(t *testing.T, cfg Config) {
 		t.Helper()
 		lines, err := Trace(cfg, nil)
@@ -611,18 +614,6 @@ func fourFormed() []Action {
 // restart of n1 included), or fail a disk.
 func TestLeaderDiesRightAfterFormingFourMembers(t *testing.T) {
 	t.Parallel()
-	survivorLeads := Goal{Name: "a survivor leads the view n1 formed while n1 is down", Reached: func(s *State) bool {
-		for i := 1; i < s.Members(); i++ {
-			c := s.Core(i)
-			if c == nil || !c.IsProtocolLeader() {
-				continue
-			}
-			if v, ok := c.View(); ok && !s.Up(0) && v.Stamp.Lineage == (election.Lineage{Term: 1, Node: node(0)}) {
-				return true
-			}
-		}
-		return false
-	}}
 	for _, cfg := range []Config{
 		{Name: "four members, n1 formed at floor 3, two heard the view, n1 crashed, one more durable crash",
 			Members: 4, MinClusterSize: 3, Durable: true, Crashes: 2, Prefix: then(fourFormed(), Deliver(0, 1), Deliver(0, 2), Crash(0)), NoProbes: true, MaxDepth: 5},
