@@ -47,7 +47,9 @@ func (s ProcessState) String() string {
 // unbounded mailbox, not linked to its parent, logging at the node's level.
 type ProcessOptions struct {
 	// MailboxSize caps the Main queue; a send to a full mailbox fails with
-	// ErrProcessMailboxFull. 0 means unbounded.
+	// ErrProcessMailboxFull. 0 means unbounded. A process's messages to
+	// itself (SendAfter to its own PID, above all) pass the cap: the cap
+	// guards it against others, and a timer lost to it would never re-arm.
 	MailboxSize int64
 	// LinkParent links the new process to its parent before Init returns.
 	LinkParent bool

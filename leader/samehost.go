@@ -61,5 +61,10 @@ func (s *sameHost) describe() string {
 // onSameHostTick runs the cell's tick and re-arms it.
 func (a *Actor) onSameHostTick(now time.Time) {
 	a.core.SetCampaign(now, a.sameHost.tick())
-	a.sameHostCancel = a.sendSelfAfter(sameHostTick{}, a.sameHost.period)
+	cancel, err := a.SendAfter(a.PID(), sameHostTick{}, a.sameHost.period)
+	if err != nil {
+		a.Log().Warning("leader: same-host cell timer: %v", err)
+		return
+	}
+	a.sameHostCancel = cancel
 }

@@ -300,7 +300,12 @@ func (a *Actor) armReconfirm(term uint64) {
 		return
 	}
 	after := time.Duration(a.options.ConfirmInterval) * time.Millisecond
-	a.reconfirmCancel = a.sendSelfAfter(reconfirmTick{term: term}, after)
+	cancel, err := a.SendAfter(a.PID(), reconfirmTick{term: term}, after)
+	if err != nil {
+		a.Log().Warning("leader: arming the reconfirmation timer: %v", err)
+		return
+	}
+	a.reconfirmCancel = cancel
 }
 
 // stopReconfirm cancels the ConfirmInterval timer, if armed.

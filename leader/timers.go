@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"errors"
 	"hash/fnv"
 	"sync"
 	"sync/atomic"
@@ -28,8 +27,8 @@ import (
 //     follower that hears its leader wakes for no timer at all.
 //  4. A cancelled timer is stopped; a firing that raced with the cancel, or
 //     that an earlier re-arm made stale, finds nothing due and does nothing.
-//     A firing that meets the actor's full mailbox is sent again shortly
-//     (retry): nothing else would wake the actor for it.
+//     A firing is sent as the actor itself, which its bounded mailbox
+//     never refuses: nothing else would wake the actor for it.
 //  5. The heartbeat timer fires on a grid shared by every leader of the node
 //     with the same HeartbeatInterval d: at the last instant gridEpoch +
 //     phase + k*d (on the monotonic clock) not after the time the core asked
@@ -82,9 +81,11 @@ func gridPhase(node gen.Atom) uint64 {
 // are set before any timer is armed and never change; armed is counted by
 // the actor and by the callbacks.
 type timerOwner struct {
-	node  gen.Node
-	pid   gen.PID
-	phase uint64 // the node's heartbeat grid phase seed (gridPhase)
+	// process sends the firings: Send reads only immutable fields, so the
+	// timers' goroutines may call it.
+	process gen.Process
+	pid     gen.PID
+	phase   uint64 // the node's heartbeat grid phase seed (gridPhase)
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64
@@ -114,7 +115,7 @@ type timerFired struct{ kind election.TimerKind }
 
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
-	a.timerOwner = &timerOwner{node: a.Node(), pid: a.PID(), phase: gridPhase(a.Node().Name())}
+	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name())}
 	for k := range a.timers {
 		a.timers[k].owner, a.timers[k].kind = a.timerOwner, election.TimerKind(k)
 	}
@@ -211,31 +212,10 @@ func (t *shellTimer) fire() {
 		return
 	}
 	t.mu.Unlock()
-	// The actor may be gone (its node stopping); then nobody waits for this.
-	err := t.owner.node.Send(t.owner.pid, timerFired{kind: t.kind})
-	if errors.Is(err, gen.ErrProcessMailboxFull) {
-		t.retry()
-	}
-}
-
-// mailboxFullRetry is how soon a firing that met a full mailbox is sent
-// again.
-const mailboxFullRetry = 2 * time.Millisecond
-
-// retry sends a due firing again shortly: it met the actor's full mailbox
-// (a bounded gen.ProcessOptions.MailboxSize). Nothing else wakes the actor
-// for it, so a lost firing would stop a leader's heartbeat ticks, and with
-// them its quorum-evidence check, for good. A re-arm or cancel since needs
-// no retry.
-func (t *shellTimer) retry() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.due == 0 || t.runAt != 0 {
-		return
-	}
-	t.runAt = sinceEpoch(time.Now()) + mailboxFullRetry
-	t.rt.Reset(mailboxFullRetry)
-	t.owner.armed.Add(1)
+	// Sent as the actor itself, so its bounded mailbox cannot refuse it
+	// (gen.ProcessOptions.MailboxSize); the actor may be gone (its node
+	// stopping), and then nobody waits for this.
+	_ = t.owner.process.Send(t.owner.pid, timerFired{kind: t.kind})
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
@@ -273,43 +253,5 @@ func (a *Actor) stopTimers() {
 		t.due = 0
 		t.stop()
 		t.mu.Unlock()
-	}
-}
-
-// sendSelfAfter sends message to the actor itself after d, as SendAfter
-// does, except that a send meeting the actor's full mailbox is tried again
-// shortly instead of lost: the shell's own ticks (reconfirmation, the
-// same-host cell) re-arm only when they are handled, so one lost firing
-// would stop them for good. The message comes from the actor's own PID.
-// Call the returned function to cancel it.
-func (a *Actor) sendSelfAfter(message any, d time.Duration) gen.CancelFunc {
-	process, pid := a.Process, a.PID()
-	var mu sync.Mutex
-	var done bool // sent, given up on (the actor is gone) or cancelled
-	var rt *time.Timer
-	send := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
-			return
-		}
-		if err := process.Send(pid, message); errors.Is(err, gen.ErrProcessMailboxFull) {
-			rt.Reset(mailboxFullRetry)
-			return
-		}
-		done = true
-	}
-	mu.Lock()
-	rt = time.AfterFunc(d, send)
-	mu.Unlock()
-	return func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
-			return false
-		}
-		done = true
-		rt.Stop()
-		return true
 	}
 }

@@ -83,6 +83,43 @@ func TestMailboxSize(t *testing.T) {
 	})
 }
 
+// A process's own timers pass its mailbox bound: the bound guards it against
+// others, and a timer lost to it would never be armed again.
+func TestATimerAProcessSetsForItselfPassesItsFullMailbox(t *testing.T) {
+	n, _ := startLocal(t, "owntimer@localhost")
+	release := make(chan struct{})
+	self := make(chan gen.Process, 1)
+	c := newProbe()
+	c.onInit = func(p *probe, _ ...any) error { self <- p; return nil }
+	c.onMessage = func(p *probe, from gen.PID, message any) error {
+		if message == "hold" {
+			<-release
+		}
+		c.messages <- message
+		return nil
+	}
+	pid, err := n.Spawn(c.factory(), gen.ProcessOptions{MailboxSize: 1})
+	require.NoError(t, err)
+	p := <-self
+	require.NoError(t, n.Send(pid, "hold"))
+	require.Eventually(t, func() bool {
+		info, err := n.ProcessInfo(pid)
+		return err == nil && info.MailboxLen == 0
+	}, wait, time.Millisecond)
+	require.NoError(t, n.Send(pid, "fills it"))
+	require.ErrorIs(t, n.Send(pid, "refused"), gen.ErrProcessMailboxFull, "others are refused")
+	_, err = p.SendAfter(pid, "own timer", time.Millisecond)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := n.ProcessInfo(pid)
+		return err == nil && info.MailboxLen == 2
+	}, wait, time.Millisecond, "the timer joined the full mailbox")
+	close(release)
+	for _, want := range []string{"hold", "fills it", "own timer"} {
+		require.Equal(t, want, c.next(t))
+	}
+}
+
 func TestLocalCall(t *testing.T) {
 	n, _ := startLocal(t, "call@localhost")
 	later := make(chan func(), 1)

@@ -110,9 +110,15 @@ func releaseRing(buf []any) {
 }
 
 // Push appends item; it returns false when the queue is at its limit.
-func (q *queue) Push(item any) bool {
+func (q *queue) Push(item any) bool { return q.push(item, true) }
+
+// PushPastLimit appends item whatever the limit: for a process's messages
+// to itself (see process.deliver).
+func (q *queue) PushPastLimit(item any) { q.push(item, false) }
+
+func (q *queue) push(item any, bounded bool) bool {
 	q.mu.Lock()
-	if q.limit > 0 && q.size.Load() >= q.limit {
+	if bounded && q.limit > 0 && q.size.Load() >= q.limit {
 		q.mu.Unlock()
 		return false
 	}

@@ -74,7 +74,12 @@ func (p *process) push(q *queue, m *gen.MailboxMessage) bool {
 	if p.State() == gen.ProcessStateTerminated {
 		return false
 	}
-	if !q.Push(m) {
+	if m.From == p.pid {
+		// Its own messages (its timers, above all) are not refused by its
+		// bound, which guards it against others: a lost timer would never
+		// be armed again. They are as many as it arms.
+		q.PushPastLimit(m)
+	} else if !q.Push(m) {
 		return false
 	}
 	p.in.Add(1)
