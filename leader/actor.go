@@ -38,12 +38,17 @@ type Actor struct {
 	share    *nodeShare
 	coalesce bool
 	linger   time.Duration
-	// inbox holds the acknowledgements the coalescer keeps for this
-	// member's next wake-up while it leads (coalescer.go, rule 4);
-	// lastInput is the latest time a message was stepped at, so that held
-	// ones are never stepped at an earlier time.
+	// inbox holds what the coalescer keeps for this member's next wake-up:
+	// acknowledgements while it leads, heartbeats it answered ahead while
+	// it follows (coalescer.go, rules 4 and 6); lastInput is the latest time
+	// a message was stepped at, so that held ones are never stepped at an
+	// earlier time.
 	inbox     inbox
 	lastInput time.Time
+	// answering says the steady answer in the inbox is published (between
+	// two messages); replaying, that the core's next acknowledgement to
+	// that answer's leader repeats one the coalescer sent ahead (stepHeld).
+	answering, replaying bool
 	// observeStep, when set (by this package's tests only), sees every
 	// protocol message as the core is given it, and every timer firing (an
 	// election.Timer from the actor itself).
@@ -140,6 +145,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.registered = true
 	a.coalesce = !options.DisableHeartbeatCoalescing
 	a.linger = lingerFor(cfg.HeartbeatInterval)
+	a.timers[election.TimerHeartbeat].grid = a.share.gridFor(cfg.HeartbeatInterval)
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {
@@ -222,7 +228,19 @@ func (a *Actor) ProcessTerminate(reason error) {
 	a.behavior.Terminate(reason)
 }
 
+// handle handles one message. The member's steady answer is withdrawn
+// while it does (coalescer.go, rule 6): nothing is answered for it while
+// its state moves, and what was answered before is stepped first.
 func (a *Actor) handle(m *gen.MailboxMessage) error {
+	a.withdrawSteady()
+	if err := a.handleMessage(m); err != nil {
+		return err
+	}
+	a.publishSteady()
+	return nil
+}
+
+func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 	if err := a.stepHeld(); err != nil {
 		return err
 	}

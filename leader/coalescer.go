@@ -53,6 +53,19 @@ import (
 //  5. Heartbeat ticks are aligned on a per-node grid (timers.go), so the
 //     leaders of a node emit in one burst that one linger gathers, and the
 //     bursts of different nodes fall at different instants.
+//  6. Answering ahead: after each message it handled, a follower publishes
+//     in its inbox its answer to its leader's steady heartbeat
+//     (election.Core.SteadyAnswer), and withdraws it, under the inbox's
+//     lock, before it steps anything else. A coalesced heartbeat that the
+//     published answer matches is answered from the inbox at once (the
+//     acknowledgement goes to the outbox as the follower's own would) and
+//     held, without waking the follower, which steps what its inbox holds,
+//     each at its arrival time, first thing on its next wake-up (its
+//     election timer's at the latest) and drops the acknowledgement its core
+//     sends again for each. The leader gets the same acknowledgements at
+//     the same times; the follower's core sees every heartbeat, in order,
+//     before any later input; a follower that hears its leader wakes about
+//     once per election timeout instead of once per heartbeat.
 //
 // A frame's sender node is the node its envelope names, which the runtime
 // checks against the peer of the connection it came on (a frame naming a
@@ -157,8 +170,14 @@ type CoalescerStats struct {
 	FramesOut, EntriesOut, Flushes, FailedFrames uint64
 	// FramesIn counts batches received, EntriesIn their entries; Deliveries
 	// the mailbox messages that took entries to members, Held the
-	// acknowledgements held for a leader's next wake-up instead.
-	FramesIn, EntriesIn, Deliveries, Held uint64
+	// acknowledgements held for a leader's next wake-up instead, Answered
+	// the heartbeats answered with their follower's steady answer and held
+	// for its next wake-up (rule 6).
+	FramesIn, EntriesIn, Deliveries, Held, Answered uint64
+	// Mismatched counts heartbeats answered ahead whose follower, stepping
+	// them later, sent another answer (sent too): 0 unless the core breaks
+	// the promise of election.Core.SteadyAnswer.
+	Mismatched uint64
 	// Dropped counts entries (and unexpected messages) dropped, by reason.
 	Dropped map[string]uint64
 }
@@ -168,6 +187,7 @@ type CoalescerStats struct {
 type coalescerCounters struct {
 	framesOut, entriesOut, flushes, failedFrames atomic.Uint64
 	framesIn, entriesIn, deliveries, held        atomic.Uint64
+	answered, mismatched                         atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -365,6 +385,7 @@ func (c *coalescer) Stats() CoalescerStats {
 		Flushes: c.stats.flushes.Load(), FailedFrames: c.stats.failedFrames.Load(),
 		FramesIn: c.stats.framesIn.Load(), EntriesIn: c.stats.entriesIn.Load(),
 		Deliveries: c.stats.deliveries.Load(), Held: c.stats.held.Load(),
+		Answered: c.stats.answered.Load(), Mismatched: c.stats.mismatched.Load(),
 		Dropped: make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
@@ -375,22 +396,57 @@ func (c *coalescer) Stats() CoalescerStats {
 	return s
 }
 
-// inbox holds, for one leader, the acknowledgements that arrived coalesced
-// while its heartbeat timer was armed: it wakes within a heartbeat interval
-// anyway and steps them then (Actor.stepHeld).
+// inbox holds, for one member, what the coalescer took for it without
+// waking it: a leader's acknowledgements while its heartbeat timer is armed,
+// and a follower's heartbeats that the coalescer answered with the member's
+// steady answer. The member steps them all, in arrival order, first thing on
+// its next wake-up (Actor.stepHeld).
 type inbox struct {
 	// ticking says the member's heartbeat timer is armed; the member sets
 	// it after every input. While it is false, acknowledgements for it are
 	// delivered at once.
 	ticking atomic.Bool
-	mu      sync.Mutex // guards acks, spare and closed
-	acks    []heldAck
+	// mu guards everything below. It is taken before coalescer.mu (answer
+	// enqueues while holding it) and after shellTimer.mu (the election
+	// timer's callback reads heardUntil), never the other way round.
+	mu   sync.Mutex
+	acks []heldAck
+	// beats are the arrival times, on the shell's clock, of the heartbeats
+	// answered ahead and held: each is steady.Heartbeat from steady.Leader.
+	beats []time.Duration
 	// closed: the member ended and its inbox was emptied for good; nothing
 	// is held in it any more (hold looks the inbox up before it locks it).
 	closed bool
-	// spare is the slice the member stepped last, given back for reuse.
-	spare []heldAck
+	// spareAcks and spareBeats are the slices the member stepped last,
+	// given back for reuse.
+	spareAcks  []heldAck
+	spareBeats []time.Duration
+	// steady is the member's answer to its leader's steady heartbeat,
+	// usable while answering is set: the member publishes it after each
+	// message it handled and withdraws it before the next (Actor.handle),
+	// so it is never used while the member's state moves. Only the member
+	// writes it, so the member reads it without the lock.
+	answering bool
+	steady    steadyReply
 }
+
+// steadyReply is a member's steady answer with what the coalescer needs to
+// send it: the entry's route (from the member to its leader) and the
+// member's linger.
+type steadyReply struct {
+	election.SteadyAnswer
+	route  CoalescedRoute
+	linger time.Duration
+}
+
+// maxHeldAcks and maxHeldBeats bound what one inbox holds for a member that
+// does not wake: past them, entries are delivered and wake the member,
+// which empties the inbox. A follower whose leader is steady wakes about
+// once per maxHeldBeats heartbeats (rule 6).
+const (
+	maxHeldAcks  = 256
+	maxHeldBeats = 64
+)
 
 // heldAck is an acknowledgement held in an inbox, with when it arrived.
 type heldAck struct {
@@ -417,8 +473,8 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 	c.inboxMu.Unlock()
 	if ib != nil {
 		ib.mu.Lock()
-		n := len(ib.acks)
-		ib.acks, ib.spare, ib.closed = nil, nil, true
+		n := len(ib.acks) + len(ib.beats)
+		ib.acks, ib.beats, ib.spareAcks, ib.spareBeats, ib.closed, ib.answering = nil, nil, nil, nil, true, false
 		ib.mu.Unlock()
 		if n > 0 {
 			c.stats.drop(dropGone, uint64(n))
@@ -426,41 +482,100 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 	}
 }
 
+// inboxOf returns pid's inbox, nil when it has none.
+func (c *coalescer) inboxOf(pid gen.PID) *inbox {
+	c.inboxMu.RLock()
+	defer c.inboxMu.RUnlock()
+	return c.inboxes[pid]
+}
+
 // hold keeps ack for pid's next wake-up and reports whether it did: only
 // while pid's heartbeat timer is armed.
 func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) bool {
-	c.inboxMu.RLock()
-	ib := c.inboxes[pid]
-	c.inboxMu.RUnlock()
+	ib := c.inboxOf(pid)
 	if ib == nil || !ib.ticking.Load() {
 		return false
 	}
 	ib.mu.Lock()
-	if ib.closed {
-		// Its member ended since the look-up: deliver, which counts it gone.
-		ib.mu.Unlock()
+	defer ib.mu.Unlock()
+	if ib.closed || len(ib.acks) >= maxHeldAcks {
+		// Its member ended since the look-up: deliver, which counts it
+		// gone. Or it holds enough: deliver, which wakes it.
 		return false
 	}
 	ib.acks = append(ib.acks, heldAck{from: from, at: at, ack: *ack})
-	ib.mu.Unlock()
 	c.stats.held.Add(1)
 	return true
 }
 
-// take removes and returns what the inbox holds, in arrival order.
-func (ib *inbox) take() []heldAck {
+// answer sends pid's steady answer to hb from from, when it is the
+// heartbeat that answer matches, and holds hb for pid's next wake-up; it
+// reports whether it did. The answer is in the outbox before the inbox is
+// unlocked, so the member, which withdraws its answer under the same lock
+// before it steps anything, never sends a message that the answer should
+// have preceded before the answer is queued.
+func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election.MessageHeartbeat) bool {
+	ib := c.inboxOf(pid)
+	if ib == nil {
+		return false
+	}
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	acks := ib.acks
-	ib.acks, ib.spare = ib.spare[:0], nil
-	return acks
+	if ib.closed || !ib.answering || len(ib.beats) >= maxHeldBeats || !ib.steady.Answers(from, hb) {
+		return false
+	}
+	ack := CoalescedAck{CoalescedRoute: ib.steady.route, Message: ib.steady.Ack}
+	ack.Message.From.Node = "" // the frame says where the sender is
+	if !c.enqueue(from.Node, nil, &ack, ib.steady.linger) {
+		return false
+	}
+	ib.beats = append(ib.beats, sinceEpoch(at))
+	c.stats.answered.Add(1)
+	return true
 }
 
-// giveBack returns a slice take returned, once its entries are stepped.
-func (ib *inbox) giveBack(acks []heldAck) {
+// publish makes r the member's steady answer.
+func (ib *inbox) publish(r *steadyReply) {
+	ib.mu.Lock()
+	ib.steady, ib.answering = *r, true
+	ib.mu.Unlock()
+}
+
+// withdraw stops the coalescer from answering for the member.
+func (ib *inbox) withdraw() {
+	ib.mu.Lock()
+	ib.answering = false
+	ib.mu.Unlock()
+}
+
+// heardUntil is when the member's election timer will be due once it has
+// stepped the heartbeats held for it, on the shell's clock: the last one's
+// arrival plus the steady answer's Timeout. It reports false when none is
+// held.
+func (ib *inbox) heardUntil() (time.Duration, bool) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	if len(ib.beats) == 0 {
+		return 0, false
+	}
+	return ib.beats[len(ib.beats)-1] + ib.steady.Timeout, true
+}
+
+// take removes and returns what the inbox holds, each kind in arrival order.
+func (ib *inbox) take() ([]heldAck, []time.Duration) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	acks, beats := ib.acks, ib.beats
+	ib.acks, ib.spareAcks = ib.spareAcks[:0], nil
+	ib.beats, ib.spareBeats = ib.spareBeats[:0], nil
+	return acks, beats
+}
+
+// giveBack returns the slices take returned, once their entries are stepped.
+func (ib *inbox) giveBack(acks []heldAck, beats []time.Duration) {
 	clear(acks)
 	ib.mu.Lock()
-	ib.spare = acks[:0]
+	ib.spareAcks, ib.spareBeats = acks[:0], beats[:0]
 	ib.mu.Unlock()
 }
 

@@ -74,8 +74,9 @@ func (p *coalescerProcess) ProcessRun() error {
 	}
 }
 
-// receive checks the entries of a batch from the node of from, holds the
-// acknowledgements it may hold and delivers the rest, in the batch's order.
+// receive checks the entries of a batch from the node of from, answers the
+// heartbeats it may answer ahead, holds the acknowledgements it may hold and
+// delivers the rest, in the batch's order.
 func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 	st := &p.c.stats
 	entries := uint64(len(b.Heartbeats) + len(b.Acks))
@@ -86,13 +87,14 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 		return
 	}
 	node := from.Node
+	now := time.Now()
 	for i := range b.Heartbeats {
 		e := &b.Heartbeats[i]
-		if t, ok := p.check(e.CoalescedRoute, &e.Message.From, node); ok {
+		t, ok := p.check(e.CoalescedRoute, &e.Message.From, node)
+		if ok && (t.pid == (gen.PID{}) || !p.c.answer(t.pid, e.from(node), now, &e.Message)) {
 			p.deliver(t, inbound{from: e.from(node), hb: &e.Message})
 		}
 	}
-	now := time.Now()
 	for i := range b.Acks {
 		e := &b.Acks[i]
 		t, ok := p.check(e.CoalescedRoute, &e.Message.From, node)
@@ -151,6 +153,8 @@ func (p *coalescerProcess) inspect() map[string]string {
 		"coalescer:entries_in":    strconv.FormatUint(s.EntriesIn, 10),
 		"coalescer:deliveries":    strconv.FormatUint(s.Deliveries, 10),
 		"coalescer:held":          strconv.FormatUint(s.Held, 10),
+		"coalescer:answered":      strconv.FormatUint(s.Answered, 10),
+		"coalescer:mismatched":    strconv.FormatUint(s.Mismatched, 10),
 		"coalescer:dropped":       formatCounts(s.Dropped),
 	}
 }

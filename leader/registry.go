@@ -45,6 +45,25 @@ type nodeShare struct {
 	node    gen.Node
 	members int // leader actors registered on this node life; guarded by the registry lock
 	coal    *coalescer
+	// gridsMu guards grids: the heartbeat grid of each HeartbeatInterval
+	// the node's leaders use (timers.go).
+	gridsMu sync.Mutex
+	grids   map[time.Duration]*heartbeatGrid
+}
+
+// gridFor returns the node's heartbeat grid for interval d.
+func (s *nodeShare) gridFor(d time.Duration) *heartbeatGrid {
+	s.gridsMu.Lock()
+	defer s.gridsMu.Unlock()
+	g := s.grids[d]
+	if g == nil {
+		if s.grids == nil {
+			s.grids = make(map[time.Duration]*heartbeatGrid)
+		}
+		g = newHeartbeatGrid()
+		s.grids[d] = g
+	}
+	return g
 }
 
 // coalescerSpawnWait bounds how long a first member waits for the coalescer

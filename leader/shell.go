@@ -194,7 +194,7 @@ func (a *Actor) monitor(now time.Time, pid gen.PID) {
 // otherwise, and reports a failure back to the core. What the coalescer
 // carries (coalescer.go, rule 2) goes to its outbox instead.
 func (a *Actor) send(out election.Outbound) {
-	if a.coalesced(out) {
+	if a.answeredAhead(out) || a.coalesced(out) {
 		return
 	}
 	if err := a.sendTo(out.To, out.ToName, out.Message); err != nil {
@@ -253,30 +253,102 @@ func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
 	return a.takeFatal()
 }
 
-// stepHeld steps the acknowledgements the coalescer held for this leader
-// until it woke, each at the time it arrived and with its sender's PID, so
-// the core sees them as if they had been stepped then: every wake-up starts
-// here, so nothing was stepped since but what raced with the hold, and the
-// core's clock never runs back (an ack is stepped no earlier than the last
-// input).
+// stepHeld steps what the coalescer held for this member until it woke,
+// each at the time it arrived and with its sender's PID, so the core sees it
+// as if it had been stepped then: every wake-up starts here, after the
+// steady answer was withdrawn, so nothing was stepped since but what raced
+// with the hold, and the core's clock never runs back (an entry is stepped
+// no earlier than the last input). A held heartbeat was answered ahead with
+// the inbox's steady answer: the core's repeat of that answer is dropped
+// (send).
 func (a *Actor) stepHeld() error {
-	held := a.inbox.take()
-	if len(held) == 0 {
+	acks, beats := a.inbox.take()
+	if len(acks)+len(beats) == 0 {
 		return nil
 	}
-	defer a.inbox.giveBack(held)
-	for i := range held {
-		h := &held[i]
-		if h.at.After(a.lastInput) {
-			a.lastInput = h.at
+	defer a.inbox.giveBack(acks, beats)
+	for i, j := 0, 0; i < len(acks) || j < len(beats); {
+		var at time.Time
+		beat := j < len(beats) && (i == len(acks) || gridEpoch.Add(beats[j]).Before(acks[i].at))
+		if beat {
+			at = gridEpoch.Add(beats[j])
+		} else {
+			at = acks[i].at
 		}
-		a.step(a.lastInput, h.from, h.ack)
-		a.flush()
+		if at.After(a.lastInput) {
+			a.lastInput = at
+		}
+		if beat {
+			a.onCoalesced, a.replaying = true, true
+			a.step(a.lastInput, a.inbox.steady.Leader, a.inbox.steady.Heartbeat)
+			a.flush()
+			a.onCoalesced = false
+			if a.replaying {
+				// The core sent no acknowledgement at all: it broke its promise.
+				a.replaying = false
+				a.share.coal.stats.mismatched.Add(1)
+			}
+			j++
+		} else {
+			a.step(a.lastInput, acks[i].from, acks[i].ack)
+			a.flush()
+			i++
+		}
 		if err := a.takeFatal(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// publishSteady publishes the member's steady answer for the coalescer to
+// answer its leader's heartbeats with (coalescer.go, rule 6), or leaves none
+// when the core gives none or the leader's heartbeats do not come coalesced.
+func (a *Actor) publishSteady() {
+	if !a.coalesce || a.fatal != nil {
+		return
+	}
+	sa, ok := a.core.SteadyAnswer(time.Now())
+	self := a.PID()
+	if !ok || sa.Leader.Node == self.Node {
+		return
+	}
+	a.inbox.publish(&steadyReply{
+		SteadyAnswer: sa,
+		route:        CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: sa.Leader.ID, ToCreation: sa.Leader.Creation},
+		linger:       a.linger,
+	})
+	a.answering = true
+}
+
+// withdrawSteady stops the coalescer from answering for this member.
+func (a *Actor) withdrawSteady() {
+	if a.answering {
+		a.inbox.withdraw()
+		a.answering = false
+	}
+}
+
+// answeredAhead reports whether out is the core's repeat of the
+// acknowledgement the coalescer sent ahead for the heartbeat being stepped
+// again, which must not be sent twice. Another answer there is sent, and
+// counted as a mismatch.
+func (a *Actor) answeredAhead(out election.Outbound) bool {
+	steady := &a.inbox.steady.SteadyAnswer
+	if !a.replaying || out.To != steady.Leader {
+		return false
+	}
+	ack, ok := out.Message.(election.MessageHeartbeatAck)
+	if !ok {
+		return false
+	}
+	a.replaying = false
+	if ack == steady.Ack {
+		return true
+	}
+	a.share.coal.stats.mismatched.Add(1)
+	a.Log().Error("leader: cluster %q: answered a heartbeat of %s ahead with %+v, but the core answers %+v", a.options.ClusterID, out.To, steady.Ack, ack)
+	return false
 }
 
 // sendTo sends message to a member by its PID when known, by name otherwise.

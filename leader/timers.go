@@ -29,8 +29,14 @@ import (
 //     that an earlier re-arm made stale, finds nothing due and does nothing.
 //     A firing is sent as the actor itself, which its bounded mailbox
 //     never refuses: nothing else would wake the actor for it.
-//  5. The heartbeat timer fires on a grid shared by every leader of the node
-//     with the same HeartbeatInterval d: at the last instant gridEpoch +
+//  5. While heartbeats answered ahead wait in the actor's coalescer inbox
+//     (coalescer.go, rule 6), the election timer's callback moves the
+//     deadline to where stepping them will move it (the last one's arrival
+//     plus the steady answer's Timeout) instead of waking the actor: a
+//     follower whose leader is steady is not woken by its election timer.
+//  6. The heartbeat timer fires on a grid shared by every leader of the node
+//     with the same HeartbeatInterval d (one Go timer for them all, a
+//     heartbeatGrid): at the last instant gridEpoch +
 //     phase + k*d (on the monotonic clock) not after the time the core asked
 //     for, where the phase in [0, d) comes from the node's name. So no
 //     interval exceeds d, steady intervals are exactly d (a late firing does
@@ -86,6 +92,9 @@ type timerOwner struct {
 	process gen.Process
 	pid     gen.PID
 	phase   uint64 // the node's heartbeat grid phase seed (gridPhase)
+	// inbox is the actor's coalescer inbox: the election timer's callback
+	// reads when the heartbeats held there move the timeout (rule 6).
+	inbox *inbox
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64
@@ -104,9 +113,11 @@ type shellTimer struct {
 	// callback take it, and nothing else is locked while it is held.
 	mu sync.Mutex
 	// due is when the pending arming is due, on the shell's clock; zero
-	// when none is. runAt is when rt fires; zero when it is not scheduled.
+	// when none is. runAt is when the timer fires; zero when it is not
+	// scheduled. It fires from rt, or from grid for the heartbeat kind.
 	due, runAt time.Duration
 	rt         *time.Timer
+	grid       *heartbeatGrid
 }
 
 // timerFired tells the actor that a timer of kind is due. Only the shell's
@@ -115,7 +126,7 @@ type timerFired struct{ kind election.TimerKind }
 
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
-	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name())}
+	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name()), inbox: &a.inbox}
 	for k := range a.timers {
 		a.timers[k].owner, a.timers[k].kind = a.timerOwner, election.TimerKind(k)
 	}
@@ -170,25 +181,114 @@ func (a *Actor) extendElection() {
 	t.mu.Unlock()
 }
 
-// schedule sets the Go timer for due; now is the shell's clock. Called with
-// mu held.
+// schedule sets the Go timer, or the grid, for due; now is the shell's
+// clock. Called with mu held.
 func (t *shellTimer) schedule(now time.Duration) {
+	t.runAt = t.due
+	t.owner.armed.Add(1)
+	if t.grid != nil {
+		t.grid.add(t, t.due, now)
+		return
+	}
 	d := t.due - now
 	if t.rt == nil {
 		t.rt = time.AfterFunc(d, t.fire)
 	} else {
 		t.rt.Reset(d)
 	}
-	t.runAt = t.due
-	t.owner.armed.Add(1)
 }
 
-// stop stops the Go timer. Called with mu held.
+// stop stops the Go timer, or leaves the grid. Called with mu held.
 func (t *shellTimer) stop() {
-	if t.runAt != 0 {
-		t.rt.Stop()
-		t.runAt = 0
+	if t.runAt == 0 {
+		return
 	}
+	t.runAt = 0
+	if t.grid != nil {
+		t.grid.remove(t)
+		return
+	}
+	t.rt.Stop()
+}
+
+// heartbeatGrid fires the heartbeat timers of one node's leaders that share
+// a HeartbeatInterval from one Go timer, which runs at each grid instant
+// (rule 6 of the shell's timers) where a timer is due, instead of one Go
+// timer and one goroutine per leader per tick.
+type heartbeatGrid struct {
+	// mu guards due, next and rt. It is taken with a shellTimer's mu held
+	// (schedule, stop), never the other way round: fire calls the due
+	// timers after releasing it.
+	mu sync.Mutex
+	// due holds each scheduled timer with the instant it fires at, on the
+	// shell's clock; next is when rt fires, zero when it is stopped.
+	due  map[*shellTimer]time.Duration
+	next time.Duration
+	rt   *time.Timer
+	// ready is fire's scratch list, reused.
+	ready []*shellTimer
+}
+
+func newHeartbeatGrid() *heartbeatGrid {
+	return &heartbeatGrid{due: make(map[*shellTimer]time.Duration)}
+}
+
+// add schedules t for at; now is the shell's clock.
+func (g *heartbeatGrid) add(t *shellTimer, at, now time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.due[t] = at
+	if g.next == 0 || at < g.next {
+		g.next = at
+		if g.rt == nil {
+			g.rt = time.AfterFunc(at-now, g.fire)
+		} else {
+			g.rt.Reset(at - now)
+		}
+	}
+}
+
+// remove unschedules t; the Go timer stops with the last one.
+func (g *heartbeatGrid) remove(t *shellTimer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.due, t)
+	if len(g.due) == 0 && g.next != 0 {
+		g.rt.Stop()
+		g.next = 0
+	}
+}
+
+// fire is the Go timer's callback: it fires every timer that is due, then
+// runs again for the earliest of the rest.
+func (g *heartbeatGrid) fire() {
+	g.mu.Lock()
+	now := sinceEpoch(time.Now())
+	ready, next := g.ready[:0], time.Duration(0)
+	for t, at := range g.due {
+		switch {
+		case at <= now:
+			ready = append(ready, t)
+			delete(g.due, t)
+		case next == 0 || at < next:
+			next = at
+		}
+	}
+	g.next = next
+	if next != 0 {
+		g.rt.Reset(next - now)
+	}
+	g.ready = nil // a firing that overlaps this one makes its own list
+	g.mu.Unlock()
+	for _, t := range ready {
+		t.fire()
+	}
+	clear(ready)
+	g.mu.Lock()
+	if g.ready == nil {
+		g.ready = ready[:0]
+	}
+	g.mu.Unlock()
 }
 
 // fire is the Go timer's callback: it wakes the actor when the deadline has
@@ -210,6 +310,16 @@ func (t *shellTimer) fire() {
 		t.schedule(now)
 		t.mu.Unlock()
 		return
+	}
+	if t.kind == election.TimerElection {
+		// Heartbeats answered ahead and held for the actor move its
+		// election timeout once stepped: hold the firing until then.
+		if until, ok := t.owner.inbox.heardUntil(); ok && now < until {
+			t.due = until
+			t.schedule(now)
+			t.mu.Unlock()
+			return
+		}
 	}
 	t.mu.Unlock()
 	// Sent as the actor itself, so its bounded mailbox cannot refuse it

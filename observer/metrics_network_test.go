@@ -74,6 +74,8 @@ func TestMetricsShowTrafficAndTheCoalescer(t *testing.T) {
 			networkValue(families, "regent_coalescer_frames_out_total", n, "") > 0 &&
 			networkValue(families, "regent_coalescer_entries_out_total", n, "") >= networkValue(families, "regent_coalescer_frames_out_total", n, "") &&
 			networkValue(families, "regent_coalescer_frames_in_total", n, "") > 0 &&
-			networkValue(families, "regent_coalescer_failed_frames_total", n, "") == 0
+			networkValue(families, "regent_coalescer_failed_frames_total", n, "") == 0 &&
+			networkValue(families, "regent_coalescer_answered_total", n, "") > 0 &&
+			networkValue(families, "regent_coalescer_mismatched_total", n, "") == 0
 	}, settle, poll, "traffic and coalescer counters on /metrics")
 }

@@ -29,6 +29,10 @@ two back to back so their ratio is fair on a shared machine):
 
   CPU        the process's CPU time over a steady window, as a share of one
              core, and per cluster (microseconds of CPU per second)
+  msgs/s     messages per second into a member's mailbox (timer firings,
+             protocol messages, coalesced entries), averaged over the
+             members: each may wake it; unlike CPU, the machine's load
+             barely moves it
   frames/s   frames per second per node pair: every node's frames out over
   KB/s       the window, summed, divided by the number of node pairs
              n(n-1)/2 (both directions of a pair together); KB/s likewise
@@ -76,6 +80,11 @@ type scaleRow struct {
 	CampaignsMin  float64 `json:"elections_started_per_minute"`
 	LeaderChanges uint64  `json:"leaderships_won_in_window"`
 	Goroutines    int     `json:"goroutines"`
+	// MemberMessages is the messages a member's mailbox took per second
+	// (timer firings, protocol messages, coalesced entries), averaged over
+	// the members: each may wake it, so it sizes the runtime's work apart
+	// from the machine's noise.
+	MemberMessages float64 `json:"member_messages_per_second"`
 	// Coalescer sums the nodes' coalescer counters over the window.
 	Coalescer leader.CoalescerStats `json:"coalescer"`
 	// Failover is the failover time of a cluster among all the others;
@@ -192,7 +201,7 @@ func onOff(on bool) string {
 
 func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tCPU % of a core\tCPU µs/s per cluster\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
@@ -208,8 +217,8 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		if r.FailoverAlone.N > 0 {
 			alone = ms(r.FailoverAlone.P50) + " / " + ms(r.FailoverAlone.P99)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all,
-			100*r.CPUShare, r.CPUPerCluster, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, fo, alone)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all,
+			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, fo, alone)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -380,6 +389,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 		return row, err
 	}
 	net0, coal0 := s.traffic()
+	in0 := s.memberMessages()
 	w0 := time.Now()
 	select {
 	case <-ctx.Done():
@@ -392,6 +402,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 		return row, err
 	}
 	net1, coal1 := s.traffic()
+	in1 := s.memberMessages()
 	s.counters.counting.Store(false)
 	pairs := float64(s.cfg.nodes*(s.cfg.nodes-1)) / 2
 	row.Window = wall
@@ -401,6 +412,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	row.FramesPerPair = row.FramesPerSec / pairs
 	row.BytesPerPair = float64(net1.BytesOut-net0.BytesOut) / wall.Seconds() / pairs
 	row.Coalescer = coalescerDelta(coal0, coal1)
+	row.MemberMessages = float64(in1-in0) / wall.Seconds() / float64(row.Actors)
 	row.Campaigns = s.counters.campaigns.Load()
 	row.CampaignsMin = float64(row.Campaigns) / wall.Minutes()
 	row.LeaderChanges = s.counters.leaders.Load()
@@ -450,6 +462,8 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 		coal.EntriesIn += c.EntriesIn
 		coal.Deliveries += c.Deliveries
 		coal.Held += c.Held
+		coal.Answered += c.Answered
+		coal.Mismatched += c.Mismatched
 		for r, v := range c.Dropped {
 			coal.Dropped[r] += v
 		}
@@ -457,12 +471,27 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 	return net, coal
 }
 
+// memberMessages sums the messages every member's mailbox has taken. A
+// member that has ended counts nothing.
+func (s *scaleRun) memberMessages() uint64 {
+	var in uint64
+	for _, pids := range s.pids {
+		for i, pid := range pids {
+			if info, err := s.nodes.Node(i).ProcessInfo(pid); err == nil {
+				in += info.MessagesIn
+			}
+		}
+	}
+	return in
+}
+
 // coalescerDelta is b - a, counter by counter.
 func coalescerDelta(a, b leader.CoalescerStats) leader.CoalescerStats {
 	d := leader.CoalescerStats{Running: b.Running,
 		FramesOut: b.FramesOut - a.FramesOut, EntriesOut: b.EntriesOut - a.EntriesOut, Flushes: b.Flushes - a.Flushes,
 		FailedFrames: b.FailedFrames - a.FailedFrames, FramesIn: b.FramesIn - a.FramesIn, EntriesIn: b.EntriesIn - a.EntriesIn,
-		Deliveries: b.Deliveries - a.Deliveries, Held: b.Held - a.Held, Dropped: map[string]uint64{}}
+		Deliveries: b.Deliveries - a.Deliveries, Held: b.Held - a.Held, Answered: b.Answered - a.Answered,
+		Mismatched: b.Mismatched - a.Mismatched, Dropped: map[string]uint64{}}
 	for r, v := range b.Dropped {
 		if v > a.Dropped[r] {
 			d.Dropped[r] = v - a.Dropped[r]

@@ -308,6 +308,15 @@ func (nw *network) run(d time.Duration) {
 	nw.now = end
 }
 
+// toggleStorage makes a working disk fail and a failing one recover.
+func toggleStorage(c *Core, now time.Time) {
+	if c.StorageFailing() {
+		c.StorageRecovered(now)
+	} else {
+		c.StorageFailed(now, errors.New("test: disk full"))
+	}
+}
+
 // input applies f to sn's core at the current time and handles the result.
 func (nw *network) input(sn *simNode, f func(c *Core, now time.Time)) {
 	f(sn.core, nw.now)

@@ -167,13 +167,7 @@ func hostile(rt *rapid.T, prefer bool) {
 		case 22:
 			sn := pick("storage")
 			if sn.up {
-				nw.input(sn, func(c *Core, now time.Time) {
-					if c.StorageFailing() {
-						c.StorageRecovered(now)
-					} else {
-						c.StorageFailed(now, errors.New("test: disk full"))
-					}
-				})
+				nw.input(sn, toggleStorage)
 			}
 		}
 		for _, name := range nw.names {

@@ -226,10 +226,7 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 // forgotten, or the peer joined or left the view: HandlePeerJoined and
 // HandlePeerLeft speak of members of the view with a known PID.
 func (c *Core) syncPeer(p *peer) {
-	want := gen.PID{}
-	if c.view.has(p.id.Node) {
-		want = p.pid
-	}
+	want := c.reportedPID(p)
 	if p.reported == want {
 		return
 	}

@@ -1,0 +1,122 @@
+package leader
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// firings records what a timer callback sends; only Send is used.
+type firings struct {
+	gen.Process
+	mu   sync.Mutex
+	sent []any
+}
+
+func (f *firings) Send(to any, message any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, message)
+	return nil
+}
+
+func (f *firings) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sent)
+}
+
+// An election timer that falls due while heartbeats answered ahead wait in
+// the actor's inbox moves to where stepping them will move it (the last
+// one's arrival plus the steady answer's Timeout) without waking the actor;
+// with nothing held, or once that time has passed, it wakes the actor.
+func TestElectionTimerWaitsForTheHeartbeatsHeldForTheActor(t *testing.T) {
+	f := &firings{}
+	ib := &inbox{}
+	owner := &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: ib}
+	tm := &shellTimer{owner: owner, kind: election.TimerElection}
+	t.Cleanup(func() {
+		tm.mu.Lock()
+		tm.stop()
+		tm.mu.Unlock()
+	})
+	fireDue := func() {
+		tm.mu.Lock()
+		now := sinceEpoch(time.Now())
+		tm.due, tm.runAt = now, now
+		tm.mu.Unlock()
+		tm.fire()
+	}
+
+	fireDue()
+	require.Equal(t, 1, f.count(), "nothing held: the due timer wakes the actor")
+
+	const timeout = 200 * time.Millisecond
+	ib.steady.Timeout = timeout
+	arrived := sinceEpoch(time.Now())
+	ib.beats = append(ib.beats, arrived-10*time.Millisecond, arrived)
+	fireDue()
+	assert.Equal(t, 1, f.count(), "a heartbeat held for the actor keeps the timer from waking it")
+	tm.mu.Lock()
+	due := tm.due
+	tm.mu.Unlock()
+	assert.Equal(t, arrived+timeout, due, "the deadline moves to the last held heartbeat's arrival plus Timeout")
+
+	// The Go timer now runs for that deadline; once it passes with nothing
+	// newer held, the firing wakes the actor.
+	require.Eventually(t, func() bool { return f.count() == 2 }, 5*time.Second, 5*time.Millisecond, "the moved deadline wakes the actor when it comes")
+}
+
+// The heartbeat timers of a node's leaders fire from one grid: every timer
+// due at an instant fires when it comes, a later one at its own instant, a
+// removed one never, and the grid's Go timer stops with its last timer.
+func TestHeartbeatGridFiresEveryDueTimerFromOneGoTimer(t *testing.T) {
+	g := newHeartbeatGrid()
+	newTimer := func() (*shellTimer, *firings) {
+		f := &firings{}
+		owner := &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &inbox{}}
+		return &shellTimer{owner: owner, kind: election.TimerHeartbeat, grid: g}, f
+	}
+	schedule := func(tm *shellTimer, after time.Duration) {
+		tm.mu.Lock()
+		now := sinceEpoch(time.Now())
+		tm.due = now + after
+		tm.schedule(now)
+		tm.mu.Unlock()
+	}
+	soon, later, gone := 30*time.Millisecond, 300*time.Millisecond, 30*time.Millisecond
+	var early []*firings
+	for range 3 {
+		tm, f := newTimer()
+		schedule(tm, soon)
+		early = append(early, f)
+	}
+	late, lateFired := newTimer()
+	schedule(late, later)
+	removed, removedFired := newTimer()
+	schedule(removed, gone)
+	removed.mu.Lock()
+	removed.stop()
+	removed.mu.Unlock()
+
+	require.Eventually(t, func() bool {
+		for _, f := range early {
+			if f.count() != 1 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 2*time.Millisecond, "every timer due at the first instant fired")
+	require.Eventually(t, func() bool { return lateFired.count() == 1 }, 5*time.Second, 2*time.Millisecond, "the later timer fired at its own instant")
+	assert.Zero(t, removedFired.count(), "a stopped timer never fires")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Empty(t, g.due, "nothing is left scheduled")
+	assert.Zero(t, g.next, "the grid's Go timer is not running with nothing scheduled")
+}
