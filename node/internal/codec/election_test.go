@@ -9,6 +9,7 @@ import (
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/election"
 	"github.com/regent-go/regent/node/internal/codec"
+	"github.com/regent-go/regent/node/internal/fuzzdrive"
 	"github.com/regent-go/regent/node/internal/intern"
 )
 
@@ -60,4 +61,34 @@ func TestElectionMessagesRoundTrip(t *testing.T) {
 		require.NoError(t, err, v.Name())
 		require.Equal(t, v.Value(), got, v.Name())
 	}
+}
+
+// electionSeeds are the encodings of electionValues.
+func electionSeeds(tb testing.TB, r *codec.Registry) [][]byte {
+	var seeds [][]byte
+	for _, v := range electionValues() {
+		b, err := r.Encode(nil, v.Value())
+		require.NoError(tb, err, v.Name())
+		seeds = append(seeds, b)
+	}
+	return seeds
+}
+
+// FuzzDecodeElection feeds mutated election messages and heartbeat batches
+// to Decode; see codec.DecodesAsDocumented.
+func FuzzDecodeElection(f *testing.F) {
+	r := batchRegistry(f)
+	fuzzdrive.Fuzz(f, electionSeeds(f, r), codec.DecodesAsDocumented(r))
+}
+
+// FuzzDecodeElectionAllocation bounds what decoding them allocates; see
+// codec.DecodesWithinBound.
+func FuzzDecodeElectionAllocation(f *testing.F) {
+	r := batchRegistry(f)
+	fuzzdrive.Fuzz(f, electionSeeds(f, r), codec.DecodesWithinBound(r))
+}
+
+func TestRandomizedElectionMessagesDecodeWithinTheAllocationBound(t *testing.T) {
+	r := batchRegistry(t)
+	fuzzdrive.Run(t, electionSeeds(t, r), codec.DecodesWithinBound(r))
 }
