@@ -111,12 +111,17 @@ func (d *decoder) malformed(format string, args ...any) error {
 	return fmt.Errorf("codec: at byte %d: %s: %w", d.pos, fmt.Sprintf(format, args...), gen.ErrMalformed)
 }
 
+// enter goes one level deeper; it is small enough to be inlined.
 func (d *decoder) enter() error {
 	d.depth++
 	if d.depth > MaxDepth {
-		return d.malformed("value nests deeper than %d levels", MaxDepth)
+		return d.tooDeep()
 	}
 	return nil
+}
+
+func (d *decoder) tooDeep() error {
+	return d.malformed("value nests deeper than %d levels", MaxDepth)
 }
 
 func (d *decoder) byte() (byte, error) {

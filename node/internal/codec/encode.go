@@ -50,12 +50,17 @@ func (r *Registry) Encode(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
+// enter goes one level deeper; it is small enough to be inlined.
 func (e *encoder) enter() error {
 	e.depth++
 	if e.depth > MaxDepth {
-		return fmt.Errorf("codec: value nests deeper than %d levels (a cycle?): %w", MaxDepth, gen.ErrTooLarge)
+		return errTooDeep()
 	}
 	return nil
+}
+
+func errTooDeep() error {
+	return fmt.Errorf("codec: value nests deeper than %d levels (a cycle?): %w", MaxDepth, gen.ErrTooLarge)
 }
 
 // dynamic writes x, which is not nil, preceded by its type.
