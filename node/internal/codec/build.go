@@ -15,6 +15,7 @@ import (
 // reflect.Value: each kind has its own function that loads or stores the
 // value directly, and a struct is compiled into a flat list of field
 // operations at precomputed offsets (see fieldOp).
+//
 // This is sound because a codec's Go type is fixed when it is built, so p
 // always points to a typ (a field at reflect.StructField.Offset within its
 // struct, an element at i*size within its array, or memory the decoder

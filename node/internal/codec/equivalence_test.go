@@ -157,3 +157,46 @@ func TestMapsOfManyEntriesRoundTrip(t *testing.T) {
 		require.Equal(t, x, back)
 	}
 }
+
+// nest3 holds a value three structs deep, which the codec splices into one
+// list of field operations.
+type nest3 struct {
+	In struct {
+		In struct {
+			V any
+		}
+	}
+}
+
+// TestSplicedStructsCountTheirNesting checks that the structs spliced into
+// their parent still count a level each, as their own codecs did: the
+// encoder refuses the same values as the reference, and the decoder accepts
+// exactly what the encoder writes and refuses one level more.
+func TestSplicedStructsCountTheirNesting(t *testing.T) {
+	r := newTestRegistry(t)
+	require.NoError(t, r.RegisterType(nest3{}))
+	header := r.cur.Load().byType[reflect.TypeFor[nest3]()].header
+	var v any = true
+	var last []byte
+	for n := 1; ; n++ {
+		var next nest3
+		next.In.In.V = v
+		v = next
+		want, werr := r.referenceEncode(nil, v)
+		got, err := r.Encode(nil, v)
+		require.Equal(t, want, got, "%d levels", n)
+		if err != nil {
+			require.ErrorIs(t, err, gen.ErrTooLarge)
+			require.ErrorIs(t, werr, gen.ErrTooLarge)
+			require.NotNil(t, last, "one level always encodes")
+			_, err := r.Decode(append(append([]byte{}, header...), last...))
+			require.ErrorIs(t, err, gen.ErrMalformed, "%d levels", n)
+			return
+		}
+		require.NoError(t, werr)
+		back, err := r.Decode(got)
+		require.NoError(t, err, "%d levels", n)
+		require.Equal(t, v, back)
+		last = got
+	}
+}

@@ -122,6 +122,7 @@ type entry struct {
 	indirect bool
 }
 
+// newEntry makes the entry of typ, learning how an interface holds one.
 func newEntry(typ reflect.Type, name string, header []byte, c *typeCodec) *entry {
 	zero := reflect.Zero(typ).Interface()
 	return &entry{
