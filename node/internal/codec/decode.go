@@ -28,7 +28,22 @@ type decoder struct {
 	keepLast   bool
 	last       *entry
 	lastTables *tables
+	// strs holds the last few short plain strings decoded (gen.Atom values
+	// go to atoms instead), and nextStr the slot the next one replaces:
+	// messages repeat identifiers such as a cluster's name, and a string
+	// decoded before costs a comparison instead of an allocation. Sharing
+	// an immutable string is invisible to its users, and the few kept are
+	// small, so a Decoder keeps them from frame to frame.
+	strs    [recentStrings]string
+	nextStr int
 }
+
+// recentStrings is the size of decoder.strs, and maxRecentString the length
+// of the longest string kept there.
+const (
+	recentStrings   = 4
+	maxRecentString = 64
+)
 
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
@@ -59,8 +74,9 @@ func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
 // Decoder decodes one value after another for one goroutine (a
 // connection's reader), keeping what repeats between them: the names
 // (gen.Atom) it has seen, in an intern table, so that a node or process
-// name seen before costs no allocation, and the last named type, so that a
-// stream of messages of one type costs no lookup by name. It decodes
+// name seen before costs no allocation, the last few short strings, which
+// messages repeat too (a cluster's name), and the last named type, so that
+// a stream of messages of one type costs no lookup by name. It decodes
 // exactly as Decode does, with the registry's current types.
 type Decoder struct {
 	reg *Registry
@@ -194,6 +210,24 @@ func (d *decoder) presence(minSize int) (n int, ok bool, err error) {
 func (d *decoder) string() (string, error) {
 	b, err := d.stringBytes()
 	return string(b), err
+}
+
+// plainString reads a string that is not a gen.Atom, reusing a recent one
+// with the same bytes (see decoder.strs).
+func (d *decoder) plainString() (string, error) {
+	b, err := d.stringBytes()
+	if err != nil || len(b) == 0 || len(b) > maxRecentString {
+		return string(b), err
+	}
+	for _, s := range d.strs {
+		if s == string(b) { // comparing does not allocate
+			return s, nil
+		}
+	}
+	s := string(b)
+	d.strs[d.nextStr] = s
+	d.nextStr = (d.nextStr + 1) % recentStrings
+	return s, nil
 }
 
 // stringBytes reads a length-prefixed string's bytes, which alias src.
@@ -352,7 +386,7 @@ func decFloat64(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 }
 
 func decString(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
-	s, err := d.string()
+	s, err := d.plainString()
 	if err != nil {
 		return err
 	}
@@ -577,7 +611,7 @@ func (d *decoder) fields(ops []fieldOp, p unsafe.Pointer) error {
 		case opUint64:
 			*(*uint64)(fp), err = d.uvarint()
 		case opString:
-			*(*string)(fp), err = d.string()
+			*(*string)(fp), err = d.plainString()
 		case opAtom:
 			err = decAtom(nil, d, fp)
 		default:
