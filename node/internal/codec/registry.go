@@ -452,5 +452,3 @@ type remoteError struct {
 
 func (e *remoteError) Error() string   { return e.text }
 func (e *remoteError) Unwrap() []error { return e.sentinels }
-
-var errorType = reflect.TypeFor[error]()
