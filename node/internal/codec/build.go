@@ -73,12 +73,14 @@ func (b *builder) codecFor(t reflect.Type) (*typeCodec, error) {
 	case reflect.Bool:
 		c.enc, c.dec, c.op = encBool, decBool, opBool
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		c.enc, c.dec = intOps(c.size)
+		c.enc = bySize(c.size, encInt[int8], encInt[int16], encInt[int32], encInt[int64])
+		c.dec = bySize(c.size, decInt[int8], decInt[int16], decInt[int32], decInt[int64])
 		if c.size == 8 {
 			c.op = opInt64
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		c.enc, c.dec = uintOps(c.size)
+		c.enc = bySize(c.size, encUint[uint8], encUint[uint16], encUint[uint32], encUint[uint64])
+		c.dec = bySize(c.size, decUint[uint8], decUint[uint16], decUint[uint32], decUint[uint64])
 		if c.size == 8 {
 			c.op = opUint64
 		}
@@ -235,30 +237,18 @@ func keyKind(t reflect.Type) bool {
 	return false
 }
 
-// intOps are the encoder and decoder of signed integers of size bytes.
-func intOps(size uintptr) (func(*typeCodec, *encoder, unsafe.Pointer) error, func(*typeCodec, *decoder, unsafe.Pointer) error) {
+// bySize picks, by an integer's size in bytes, the one of four functions
+// that loads or stores integers of that size.
+func bySize[F any](size uintptr, f1, f2, f4, f8 F) F {
 	switch size {
 	case 1:
-		return encInt[int8], decInt[int8]
+		return f1
 	case 2:
-		return encInt[int16], decInt[int16]
+		return f2
 	case 4:
-		return encInt[int32], decInt[int32]
+		return f4
 	}
-	return encInt[int64], decInt[int64]
-}
-
-// uintOps are the encoder and decoder of unsigned integers of size bytes.
-func uintOps(size uintptr) (func(*typeCodec, *encoder, unsafe.Pointer) error, func(*typeCodec, *decoder, unsafe.Pointer) error) {
-	switch size {
-	case 1:
-		return encUint[uint8], decUint[uint8]
-	case 2:
-		return encUint[uint16], decUint[uint16]
-	case 4:
-		return encUint[uint32], decUint[uint32]
-	}
-	return encUint[uint64], decUint[uint64]
+	return f8
 }
 
 // eface is the layout of an empty interface value: its dynamic type and its
