@@ -588,3 +588,41 @@ func TestADecoderKeepsUpWithTheRegistry(t *testing.T) {
 		require.ErrorIs(t, err, ErrUnknownType)
 	})
 }
+
+func TestADecoderReusesRecentStrings(t *testing.T) {
+	r := newTestRegistry(t)
+	long := strings.Repeat("x", maxRecentString+1)
+	msg := []string{"cluster-a", "cluster-a", "", "other", "cluster-a", long, long}
+	b, err := r.Encode(nil, msg)
+	require.NoError(t, err)
+	dec := r.NewDecoder(nil)
+
+	t.Run("a repeated short string is one string, and the value is unchanged", func(t *testing.T) {
+		got, err := dec.Decode(b)
+		require.NoError(t, err)
+		require.Equal(t, msg, got)
+		s := got.([]string)
+		assert.True(t, unsafe.StringData(s[0]) == unsafe.StringData(s[1]))
+		assert.True(t, unsafe.StringData(s[0]) == unsafe.StringData(s[4]))
+		assert.False(t, unsafe.StringData(s[5]) == unsafe.StringData(s[6]), "a long string is not kept")
+	})
+
+	t.Run("from frame to frame, short strings cost no allocation", func(t *testing.T) {
+		allocs := testing.AllocsPerRun(100, func() {
+			if _, err := dec.Decode(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Equal(t, 4.0, allocs, "the slice, its box and the two long strings")
+	})
+
+	t.Run("Registry.Decode shares strings within a value only", func(t *testing.T) {
+		first, err := r.Decode(b)
+		require.NoError(t, err)
+		second, err := r.Decode(b)
+		require.NoError(t, err)
+		s1, s2 := first.([]string), second.([]string)
+		assert.True(t, unsafe.StringData(s1[0]) == unsafe.StringData(s1[1]))
+		assert.False(t, unsafe.StringData(s1[0]) == unsafe.StringData(s2[0]))
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/node/internal/intern"
@@ -27,7 +28,22 @@ type decoder struct {
 	keepLast   bool
 	last       *entry
 	lastTables *tables
+	// strs holds the last few short plain strings decoded (gen.Atom values
+	// go to atoms instead), and nextStr the slot the next one replaces:
+	// messages repeat identifiers such as a cluster's name, and a string
+	// decoded before costs a comparison instead of an allocation. Sharing
+	// an immutable string is invisible to its users, and the few kept are
+	// small, so a Decoder keeps them from frame to frame.
+	strs    [recentStrings]string
+	nextStr int
 }
+
+// recentStrings is the size of decoder.strs, and maxRecentString the length
+// of the longest string kept there.
+const (
+	recentStrings   = 4
+	maxRecentString = 64
+)
 
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
@@ -58,8 +74,9 @@ func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
 // Decoder decodes one value after another for one goroutine (a
 // connection's reader), keeping what repeats between them: the names
 // (gen.Atom) it has seen, in an intern table, so that a node or process
-// name seen before costs no allocation, and the last named type, so that a
-// stream of messages of one type costs no lookup by name. It decodes
+// name seen before costs no allocation, the last few short strings, which
+// messages repeat too (a cluster's name), and the last named type, so that
+// a stream of messages of one type costs no lookup by name. It decodes
 // exactly as Decode does, with the registry's current types.
 type Decoder struct {
 	reg *Registry
@@ -98,10 +115,7 @@ func (d *decoder) prefix(t *tables, src []byte) (any, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if !v.IsValid() {
-		return nil, d.pos, nil
-	}
-	return v.Interface(), d.pos, nil
+	return v, d.pos, nil
 }
 
 // reset drops what a pooled decoder must not keep.
@@ -113,12 +127,17 @@ func (d *decoder) malformed(format string, args ...any) error {
 	return fmt.Errorf("codec: at byte %d: %s: %w", d.pos, fmt.Sprintf(format, args...), gen.ErrMalformed)
 }
 
+// enter goes one level deeper; it is small enough to be inlined.
 func (d *decoder) enter() error {
 	d.depth++
 	if d.depth > MaxDepth {
-		return d.malformed("value nests deeper than %d levels", MaxDepth)
+		return d.tooDeep()
 	}
 	return nil
+}
+
+func (d *decoder) tooDeep() error {
+	return d.malformed("value nests deeper than %d levels", MaxDepth)
 }
 
 func (d *decoder) byte() (byte, error) {
@@ -140,6 +159,11 @@ func (d *decoder) next(n int) ([]byte, error) {
 }
 
 func (d *decoder) uvarint() (uint64, error) {
+	if d.pos < len(d.src) && d.src[d.pos] < 0x80 { // one byte: most lengths and small numbers
+		x := uint64(d.src[d.pos])
+		d.pos++
+		return x, nil
+	}
 	x, n := binary.Uvarint(d.src[d.pos:])
 	if n <= 0 {
 		return 0, d.malformed("bad unsigned varint")
@@ -149,6 +173,11 @@ func (d *decoder) uvarint() (uint64, error) {
 }
 
 func (d *decoder) varint() (int64, error) {
+	if d.pos < len(d.src) && d.src[d.pos] < 0x80 { // one byte, zig-zag encoded
+		b := int64(d.src[d.pos])
+		d.pos++
+		return b>>1 ^ -(b & 1), nil
+	}
 	x, n := binary.Varint(d.src[d.pos:])
 	if n <= 0 {
 		return 0, d.malformed("bad varint")
@@ -183,6 +212,24 @@ func (d *decoder) string() (string, error) {
 	return string(b), err
 }
 
+// plainString reads a string that is not a gen.Atom, reusing a recent one
+// with the same bytes (see decoder.strs).
+func (d *decoder) plainString() (string, error) {
+	b, err := d.stringBytes()
+	if err != nil || len(b) == 0 || len(b) > maxRecentString {
+		return string(b), err
+	}
+	for _, s := range d.strs {
+		if s == string(b) { // comparing does not allocate
+			return s, nil
+		}
+	}
+	s := string(b)
+	d.strs[d.nextStr] = s
+	d.nextStr = (d.nextStr + 1) % recentStrings
+	return s, nil
+}
+
 // stringBytes reads a length-prefixed string's bytes, which alias src.
 func (d *decoder) stringBytes() ([]byte, error) {
 	x, err := d.uvarint()
@@ -196,52 +243,48 @@ func (d *decoder) stringBytes() ([]byte, error) {
 	return d.next(n)
 }
 
-// dynamic reads a value preceded by its type; the invalid Value stands for nil.
-func (d *decoder) dynamic() (reflect.Value, error) {
+// dynamic reads a value preceded by its type; nil stands for nil.
+func (d *decoder) dynamic() (any, error) {
 	tag, err := d.byte()
 	if err != nil {
-		return reflect.Value{}, err
+		return nil, err
 	}
 	var ent *entry
 	switch tag {
 	case tagNil:
-		return reflect.Value{}, nil
+		return nil, nil
 	case tagError:
-		e, err := d.error()
-		if err != nil {
-			return reflect.Value{}, err
-		}
-		return reflect.ValueOf(e), nil
+		return d.error()
 	case tagNamed:
 		x, err := d.uvarint()
 		if err != nil {
-			return reflect.Value{}, err
+			return nil, err
 		}
 		if x > MaxTypeNameLength {
-			return reflect.Value{}, d.malformed("type name of %d bytes", x)
+			return nil, d.malformed("type name of %d bytes", x)
 		}
 		name, err := d.next(int(x))
 		if err != nil {
-			return reflect.Value{}, err
+			return nil, err
 		}
 		if d.last != nil && d.lastTables == d.t && d.last.name == string(name) {
 			ent = d.last
 		} else if ent = d.t.byName[string(name)]; ent == nil {
-			return reflect.Value{}, fmt.Errorf("codec: %q: %w", name, ErrUnknownType)
+			return nil, fmt.Errorf("codec: %q: %w", name, ErrUnknownType)
 		}
 		if d.keepLast {
 			d.last, d.lastTables = ent, d.t
 		}
 	default:
 		if ent = d.t.byTag[tag]; ent == nil {
-			return reflect.Value{}, d.malformed("unknown tag 0x%02x", tag)
+			return nil, d.malformed("unknown tag 0x%02x", tag)
 		}
 	}
-	v := reflect.New(ent.typ).Elem()
-	if err := ent.codec.decode(d, v); err != nil {
-		return reflect.Value{}, err
+	p := reflect.New(ent.typ).UnsafePointer()
+	if err := ent.codec.dec(ent.codec, d, p); err != nil {
+		return nil, err
 	}
-	return v, nil
+	return ent.box(p), nil
 }
 
 func (d *decoder) error() (error, error) {
@@ -285,7 +328,7 @@ func (d *decoder) error() (error, error) {
 	return nil, d.malformed("unknown error encoding %d", kind)
 }
 
-func decBool(_ *typeCodec, d *decoder, v reflect.Value) error {
+func decBool(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 	b, err := d.byte()
 	if err != nil {
 		return err
@@ -293,163 +336,191 @@ func decBool(_ *typeCodec, d *decoder, v reflect.Value) error {
 	if b > 1 {
 		return d.malformed("bool byte %d", b)
 	}
-	v.SetBool(b == 1)
+	*(*bool)(p) = b == 1
 	return nil
 }
 
-func decInt(_ *typeCodec, d *decoder, v reflect.Value) error {
+// decInt decodes a signed integer of T's size, refusing values it cannot hold.
+func decInt[T int8 | int16 | int32 | int64](c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	x, err := d.varint()
 	if err != nil {
 		return err
 	}
-	if v.OverflowInt(x) {
-		return d.malformed("%d overflows %s", x, v.Type())
+	if int64(T(x)) != x {
+		return d.malformed("%d overflows %s", x, c.typ)
 	}
-	v.SetInt(x)
+	*(*T)(p) = T(x)
 	return nil
 }
 
-func decUint(_ *typeCodec, d *decoder, v reflect.Value) error {
+// decUint decodes an unsigned integer of T's size, refusing values it cannot
+// hold.
+func decUint[T uint8 | uint16 | uint32 | uint64](c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	x, err := d.uvarint()
 	if err != nil {
 		return err
 	}
-	if v.OverflowUint(x) {
-		return d.malformed("%d overflows %s", x, v.Type())
+	if uint64(T(x)) != x {
+		return d.malformed("%d overflows %s", x, c.typ)
 	}
-	v.SetUint(x)
+	*(*T)(p) = T(x)
 	return nil
 }
 
-func decFloat32(_ *typeCodec, d *decoder, v reflect.Value) error {
+func decFloat32(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 	b, err := d.next(4)
 	if err != nil {
 		return err
 	}
-	v.SetFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
+	*(*float32)(p) = math.Float32frombits(binary.BigEndian.Uint32(b))
 	return nil
 }
 
-func decFloat64(_ *typeCodec, d *decoder, v reflect.Value) error {
+func decFloat64(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 	b, err := d.next(8)
 	if err != nil {
 		return err
 	}
-	v.SetFloat(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	*(*float64)(p) = math.Float64frombits(binary.BigEndian.Uint64(b))
 	return nil
 }
 
-func decString(_ *typeCodec, d *decoder, v reflect.Value) error {
-	s, err := d.string()
+func decString(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
+	s, err := d.plainString()
 	if err != nil {
 		return err
 	}
-	v.SetString(s)
+	*(*string)(p) = s
 	return nil
 }
 
 // decAtom decodes a gen.Atom, interned in the decoder's table.
-func decAtom(_ *typeCodec, d *decoder, v reflect.Value) error {
+func decAtom(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 	b, err := d.stringBytes()
 	if err != nil {
 		return err
 	}
-	v.SetString(string(d.atoms.Atom(b)))
+	*(*gen.Atom)(p) = d.atoms.Atom(b)
 	return nil
 }
 
-func decBytes(_ *typeCodec, d *decoder, v reflect.Value) error {
+// decBytes decodes any slice of a byte kind, which all share []byte's layout.
+func decBytes(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
 	n, ok, err := d.presence(1)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		v.SetZero()
+		*(*[]byte)(p) = nil
 		return nil
 	}
 	b, err := d.next(n)
 	if err != nil {
 		return err
 	}
-	out := reflect.MakeSlice(v.Type(), n, n)
-	copy(out.Bytes(), b)
-	v.Set(out)
+	out := make([]byte, n)
+	copy(out, b)
+	*(*[]byte)(p) = out
 	return nil
 }
 
-func decSlice(c *typeCodec, d *decoder, v reflect.Value) error {
+// zeroBase is where the decoder's empty, non-nil slices point, as the
+// runtime's do: their length and capacity are 0, so it is never accessed.
+var zeroBase uintptr
+
+func decSlice(c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	n, ok, err := d.presence(c.elem.minSize)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		v.SetZero()
+		*(*sliceHeader)(p) = sliceHeader{}
 		return nil
 	}
 	if err := d.enter(); err != nil {
 		return err
 	}
-	out := reflect.MakeSlice(v.Type(), n, n)
-	for i := range n {
-		if err := c.elem.decode(d, out.Index(i)); err != nil {
+	if n == 0 {
+		*(*sliceHeader)(p) = sliceHeader{data: unsafe.Pointer(&zeroBase)}
+	} else {
+		// reflect allocates the elements: only it knows how to allocate
+		// an array of a type known at run time. Grow on a nil slice
+		// allocates zeroed room for n, and nothing else.
+		*(*sliceHeader)(p) = sliceHeader{}
+		s := reflect.NewAt(c.typ, p).Elem()
+		s.Grow(n)
+		s.SetLen(n)
+		if err := decElems(c.elem, d, (*sliceHeader)(p).data, n); err != nil {
 			return err
 		}
 	}
-	v.Set(out)
 	d.depth--
 	return nil
 }
 
-func decArray(c *typeCodec, d *decoder, v reflect.Value) error {
+// decElems decodes n elements of codec c into the array that starts at p.
+func decElems(c *typeCodec, d *decoder, p unsafe.Pointer, n int) error {
+	for i := range n {
+		if err := c.dec(c, d, unsafe.Add(p, uintptr(i)*c.size)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decArray(c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
-	for i := range v.Len() {
-		if err := c.elem.decode(d, v.Index(i)); err != nil {
-			return err
-		}
+	if err := decElems(c.elem, d, p, c.typ.Len()); err != nil {
+		return err
 	}
 	d.depth--
 	return nil
 }
 
-func decMap(c *typeCodec, d *decoder, v reflect.Value) error {
+// decMap goes through reflect, the only way to build a map of any type: each
+// key and value is decoded into a reused variable and copied into the map.
+func decMap(c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	n, ok, err := d.presence(c.key.minSize + c.elem.minSize)
 	if err != nil {
 		return err
 	}
+	m := reflect.NewAt(c.typ, p).Elem()
 	if !ok {
-		v.SetZero()
+		m.SetZero()
 		return nil
 	}
 	if err := d.enter(); err != nil {
 		return err
 	}
-	t := v.Type()
-	out := reflect.MakeMapWithSize(t, n)
-	key, val := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
-	for range n {
-		if err := c.key.decode(d, key); err != nil {
-			return err
+	out := reflect.MakeMapWithSize(c.typ, n)
+	if n > 0 {
+		key, val := reflect.New(c.key.typ), reflect.New(c.elem.typ)
+		kp, vp := key.UnsafePointer(), val.UnsafePointer()
+		for range n {
+			if err := c.key.dec(c.key, d, kp); err != nil {
+				return err
+			}
+			if err := c.elem.dec(c.elem, d, vp); err != nil {
+				return err
+			}
+			out.SetMapIndex(key.Elem(), val.Elem())
 		}
-		if err := c.elem.decode(d, val); err != nil {
-			return err
-		}
-		out.SetMapIndex(key, val)
 	}
-	v.Set(out)
+	m.Set(out)
 	d.depth--
 	return nil
 }
 
-func decPointer(c *typeCodec, d *decoder, v reflect.Value) error {
+func decPointer(c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	b, err := d.byte()
 	if err != nil {
 		return err
 	}
 	switch b {
 	case 0:
-		v.SetZero()
+		*(*unsafe.Pointer)(p) = nil
 		return nil
 	case 1:
 	default:
@@ -458,44 +529,97 @@ func decPointer(c *typeCodec, d *decoder, v reflect.Value) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
-	p := reflect.New(c.typ.Elem())
-	if err := c.elem.decode(d, p.Elem()); err != nil {
+	target := reflect.New(c.elem.typ).UnsafePointer()
+	if err := c.elem.dec(c.elem, d, target); err != nil {
 		return err
 	}
-	v.Set(p)
+	*(*unsafe.Pointer)(p) = target
 	d.depth--
 	return nil
 }
 
-func decInterface(c *typeCodec, d *decoder, v reflect.Value) error {
-	if err := d.enter(); err != nil {
-		return err
-	}
-	x, err := d.dynamic()
+// decAny decodes a field of an empty interface type, which holds anything.
+func decAny(_ *typeCodec, d *decoder, p unsafe.Pointer) error {
+	x, err := d.held()
 	if err != nil {
 		return err
 	}
-	d.depth--
-	if !x.IsValid() {
-		v.SetZero()
-		return nil
-	}
-	if !x.Type().AssignableTo(c.typ) {
-		return d.malformed("a %s cannot be held in a %s", x.Type(), c.typ)
-	}
-	v.Set(x)
+	*(*any)(p) = x
 	return nil
 }
 
-func decStruct(c *typeCodec, d *decoder, v reflect.Value) error {
+// decInterface decodes a field of an interface type with methods, refusing
+// values that do not implement it; reflect stores it, as its layout is the
+// runtime's.
+func decInterface(c *typeCodec, d *decoder, p unsafe.Pointer) error {
+	x, err := d.held()
+	if err != nil {
+		return err
+	}
+	v := reflect.NewAt(c.typ, p).Elem()
+	if x == nil {
+		v.SetZero()
+		return nil
+	}
+	xv := reflect.ValueOf(x)
+	if !xv.Type().AssignableTo(c.typ) {
+		return d.malformed("a %s cannot be held in a %s", xv.Type(), c.typ)
+	}
+	v.Set(xv)
+	return nil
+}
+
+// held decodes the value of an interface field.
+func (d *decoder) held() (any, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	x, err := d.dynamic()
+	if err != nil {
+		return nil, err
+	}
+	d.depth--
+	return x, nil
+}
+
+func decStruct(c *typeCodec, d *decoder, p unsafe.Pointer) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
-	for _, f := range c.fields {
-		if err := f.codec.decode(d, v.Field(f.index)); err != nil {
+	if err := d.fields(c.ops, p); err != nil {
+		return err
+	}
+	d.depth--
+	return nil
+}
+
+// fields runs a struct's ops on the struct at p.
+func (d *decoder) fields(ops []fieldOp, p unsafe.Pointer) error {
+	for i := range ops {
+		op := &ops[i]
+		fp := unsafe.Add(p, op.offset)
+		var err error
+		switch op.op {
+		case opEnter:
+			err = d.enter()
+		case opLeave:
+			d.depth--
+		case opBool:
+			err = decBool(nil, d, fp)
+		case opInt64:
+			*(*int64)(fp), err = d.varint()
+		case opUint64:
+			*(*uint64)(fp), err = d.uvarint()
+		case opString:
+			*(*string)(fp), err = d.plainString()
+		case opAtom:
+			err = decAtom(nil, d, fp)
+		default:
+			err = op.codec.dec(op.codec, d, fp)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	d.depth--
 	return nil
 }

@@ -15,8 +15,16 @@
 // fields as a nested typed value. Errors of unregistered types travel as their
 // text plus the texts of any registered sentinels they wrap; a registered
 // sentinel (gen's are pre-registered) travels as its text and decodes to the
-// very same value, so errors.Is works across nodes. Per-type encoders and
-// decoders are built once, at registration, from reflection.
+// very same value, so errors.Is works across nodes.
+//
+// Per-type encoders and decoders are built once, at registration, from
+// reflection, but run without it: each kind has its own function that loads
+// or stores the value through an unsafe.Pointer, and a struct is compiled
+// into a flat list of field operations at offsets taken from
+// reflect.StructField.Offset (the fields of structs it holds by value spliced
+// in), with the commonest scalars handled inline. Reflection remains for
+// maps, interface types with methods and allocating slices of a type known
+// only at run time.
 //
 // Why not encoding/gob: gob's own documentation says it is not hardened
 // against adversarial input, and a single bad frame from a buggy peer must

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -15,6 +16,13 @@ type encoder struct {
 	t     *tables
 	buf   []byte
 	depth int
+	// words holds, for each depth, the data word of a direct value being
+	// encoded from an interface (see entry.pointer): the value's codec
+	// reads it through a pointer, and a word of the heap-allocated encoder
+	// costs no allocation. Each depth has its own, as an interface can
+	// hold a value that holds an interface. Cleared after use, so a pooled
+	// encoder retains nothing.
+	words [MaxDepth + 1]unsafe.Pointer
 }
 
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
@@ -31,7 +39,7 @@ func (r *Registry) Encode(dst []byte, v any) ([]byte, error) {
 	if v == nil {
 		e.buf = append(e.buf, tagNil)
 	} else {
-		err = e.dynamic(reflect.ValueOf(v))
+		err = e.dynamic(v)
 	}
 	out := e.buf
 	e.t, e.buf = nil, nil
@@ -42,35 +50,43 @@ func (r *Registry) Encode(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
+// enter goes one level deeper; it is small enough to be inlined.
 func (e *encoder) enter() error {
 	e.depth++
 	if e.depth > MaxDepth {
-		return fmt.Errorf("codec: value nests deeper than %d levels (a cycle?): %w", MaxDepth, gen.ErrTooLarge)
+		return errTooDeep()
 	}
 	return nil
 }
 
-// dynamic writes a concrete value preceded by its type.
-func (e *encoder) dynamic(v reflect.Value) error {
-	if ent, ok := e.t.byType[v.Type()]; ok {
+func errTooDeep() error {
+	return fmt.Errorf("codec: value nests deeper than %d levels (a cycle?): %w", MaxDepth, gen.ErrTooLarge)
+}
+
+// dynamic writes x, which is not nil, preceded by its type.
+func (e *encoder) dynamic(x any) error {
+	t := reflect.TypeOf(x)
+	if ent, ok := e.t.byType[t]; ok {
 		e.buf = append(e.buf, ent.header...)
-		return ent.codec.encode(e, v)
+		word := &e.words[e.depth]
+		err := ent.codec.enc(ent.codec, e, ent.pointer(&x, word))
+		*word = nil
+		return err
 	}
-	if v.Type().Implements(errorType) {
-		return e.error(v)
+	if err, ok := x.(error); ok {
+		return e.error(err)
 	}
-	return fmt.Errorf("codec: type %s is not registered: %w", v.Type(), gen.ErrUnregistered)
+	return fmt.Errorf("codec: type %s is not registered: %w", t, gen.ErrUnregistered)
 }
 
 // error writes an error of an unregistered type: a registered sentinel by its
 // text, anything else as its text plus the registered sentinels it wraps.
-func (e *encoder) error(v reflect.Value) (err error) {
+func (e *encoder) error(value error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("codec: the Error method of %s panicked: %v: %w", v.Type(), p, gen.ErrUnsupported)
+			err = fmt.Errorf("codec: the Error method of %T panicked: %v: %w", value, p, gen.ErrUnsupported)
 		}
 	}()
-	value := v.Interface().(error)
 	if text, ok := e.t.sentinelText(value); ok {
 		e.buf = append(e.buf, tagError, errSentinel)
 		e.buf = appendString(e.buf, text)
@@ -97,8 +113,8 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-func encBool(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.Bool() {
+func encBool(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	if *(*bool)(p) {
 		e.buf = append(e.buf, 1)
 	} else {
 		e.buf = append(e.buf, 0)
@@ -106,101 +122,126 @@ func encBool(c *typeCodec, e *encoder, v reflect.Value) error {
 	return nil
 }
 
-func encInt(c *typeCodec, e *encoder, v reflect.Value) error {
-	e.buf = binary.AppendVarint(e.buf, v.Int())
+// encInt encodes a signed integer of T's size (an int is an int32 or int64).
+func encInt[T int8 | int16 | int32 | int64](_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	e.buf = binary.AppendVarint(e.buf, int64(*(*T)(p)))
 	return nil
 }
 
-func encUint(c *typeCodec, e *encoder, v reflect.Value) error {
-	e.buf = binary.AppendUvarint(e.buf, v.Uint())
+// encUint encodes an unsigned integer of T's size.
+func encUint[T uint8 | uint16 | uint32 | uint64](_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	e.buf = binary.AppendUvarint(e.buf, uint64(*(*T)(p)))
 	return nil
 }
 
-func encFloat32(c *typeCodec, e *encoder, v reflect.Value) error {
-	e.buf = binary.BigEndian.AppendUint32(e.buf, math.Float32bits(float32(v.Float())))
+func encFloat32(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	e.buf = binary.BigEndian.AppendUint32(e.buf, math.Float32bits(*(*float32)(p)))
 	return nil
 }
 
-func encFloat64(c *typeCodec, e *encoder, v reflect.Value) error {
-	e.buf = binary.BigEndian.AppendUint64(e.buf, math.Float64bits(v.Float()))
+func encFloat64(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	e.buf = binary.BigEndian.AppendUint64(e.buf, math.Float64bits(*(*float64)(p)))
 	return nil
 }
 
-func encString(c *typeCodec, e *encoder, v reflect.Value) error {
-	e.buf = appendString(e.buf, v.String())
+func encString(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	e.buf = appendString(e.buf, *(*string)(p))
 	return nil
 }
 
 // Slices, maps and pointers start with a presence prefix: uvarint 0 for nil,
 // otherwise 1 + the length (for pointers, just 1).
 
-func encBytes(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.IsNil() {
+// sliceHeader is the layout of every slice value; data is nil only for a
+// nil slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// encBytes encodes any slice of a byte kind, which all share []byte's layout.
+func encBytes(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	b := *(*[]byte)(p)
+	if b == nil {
 		e.buf = append(e.buf, 0)
 		return nil
 	}
-	b := v.Bytes()
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(b))+1)
 	e.buf = append(e.buf, b...)
 	return nil
 }
 
-func encSlice(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.IsNil() {
+func encSlice(c *typeCodec, e *encoder, p unsafe.Pointer) error {
+	s := *(*sliceHeader)(p)
+	if s.data == nil {
 		e.buf = append(e.buf, 0)
 		return nil
 	}
 	if err := e.enter(); err != nil {
 		return err
 	}
-	n := v.Len()
-	e.buf = binary.AppendUvarint(e.buf, uint64(n)+1)
+	e.buf = binary.AppendUvarint(e.buf, uint64(s.len)+1)
+	if err := encElems(c.elem, e, s.data, s.len); err != nil {
+		return err
+	}
+	e.depth--
+	return nil
+}
+
+// encElems encodes the n elements of codec c that start at p.
+func encElems(c *typeCodec, e *encoder, p unsafe.Pointer, n int) error {
 	for i := range n {
-		if err := c.elem.encode(e, v.Index(i)); err != nil {
+		if err := c.enc(c, e, unsafe.Add(p, uintptr(i)*c.size)); err != nil {
 			return err
 		}
 	}
-	e.depth--
 	return nil
 }
 
-func encArray(c *typeCodec, e *encoder, v reflect.Value) error {
+func encArray(c *typeCodec, e *encoder, p unsafe.Pointer) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
-	for i := range v.Len() {
-		if err := c.elem.encode(e, v.Index(i)); err != nil {
-			return err
-		}
+	if err := encElems(c.elem, e, p, c.typ.Len()); err != nil {
+		return err
 	}
 	e.depth--
 	return nil
 }
 
-func encMap(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.IsNil() {
+// encMap goes through reflect, the only way to iterate a map of any type:
+// each key and value is copied into a reused variable and encoded from there.
+func encMap(c *typeCodec, e *encoder, p unsafe.Pointer) error {
+	m := reflect.NewAt(c.typ, p).Elem()
+	if m.IsNil() {
 		e.buf = append(e.buf, 0)
 		return nil
 	}
 	if err := e.enter(); err != nil {
 		return err
 	}
-	e.buf = binary.AppendUvarint(e.buf, uint64(v.Len())+1)
-	it := v.MapRange()
-	for it.Next() {
-		if err := c.key.encode(e, it.Key()); err != nil {
-			return err
-		}
-		if err := c.elem.encode(e, it.Value()); err != nil {
-			return err
+	e.buf = binary.AppendUvarint(e.buf, uint64(m.Len())+1)
+	if m.Len() > 0 {
+		key, val := reflect.New(c.key.typ), reflect.New(c.elem.typ)
+		kp, vp := key.UnsafePointer(), val.UnsafePointer()
+		for it := m.MapRange(); it.Next(); {
+			key.Elem().SetIterKey(it)
+			val.Elem().SetIterValue(it)
+			if err := c.key.enc(c.key, e, kp); err != nil {
+				return err
+			}
+			if err := c.elem.enc(c.elem, e, vp); err != nil {
+				return err
+			}
 		}
 	}
 	e.depth--
 	return nil
 }
 
-func encPointer(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.IsNil() {
+func encPointer(c *typeCodec, e *encoder, p unsafe.Pointer) error {
+	target := *(*unsafe.Pointer)(p)
+	if target == nil {
 		e.buf = append(e.buf, 0)
 		return nil
 	}
@@ -208,37 +249,85 @@ func encPointer(c *typeCodec, e *encoder, v reflect.Value) error {
 		return err
 	}
 	e.buf = append(e.buf, 1)
-	if err := c.elem.encode(e, v.Elem()); err != nil {
+	if err := c.elem.enc(c.elem, e, target); err != nil {
 		return err
 	}
 	e.depth--
 	return nil
 }
 
-func encInterface(c *typeCodec, e *encoder, v reflect.Value) error {
-	if v.IsNil() {
+// encAny encodes a field of an empty interface type.
+func encAny(_ *typeCodec, e *encoder, p unsafe.Pointer) error {
+	return e.held(*(*any)(p))
+}
+
+// encInterface encodes a field of an interface type with methods, whose
+// layout is the runtime's: reflect converts it to an empty interface.
+func encInterface(c *typeCodec, e *encoder, p unsafe.Pointer) error {
+	return e.held(reflect.NewAt(c.typ, p).Elem().Interface())
+}
+
+// held encodes the value of an interface field.
+func (e *encoder) held(x any) error {
+	if x == nil {
 		e.buf = append(e.buf, tagNil)
 		return nil
 	}
 	if err := e.enter(); err != nil {
 		return err
 	}
-	if err := e.dynamic(v.Elem()); err != nil {
+	if err := e.dynamic(x); err != nil {
 		return err
 	}
 	e.depth--
 	return nil
 }
 
-func encStruct(c *typeCodec, e *encoder, v reflect.Value) error {
+func encStruct(c *typeCodec, e *encoder, p unsafe.Pointer) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
-	for _, f := range c.fields {
-		if err := f.codec.encode(e, v.Field(f.index)); err != nil {
-			return err
-		}
+	if err := e.fields(c.ops, p); err != nil {
+		return err
 	}
 	e.depth--
+	return nil
+}
+
+// fields runs a struct's ops on the struct at p. The buffer stays in a local
+// variable between fields that need no call.
+func (e *encoder) fields(ops []fieldOp, p unsafe.Pointer) error {
+	buf := e.buf
+	for i := range ops {
+		op := &ops[i]
+		fp := unsafe.Add(p, op.offset)
+		switch op.op {
+		case opEnter:
+			if err := e.enter(); err != nil {
+				return err
+			}
+		case opLeave:
+			e.depth--
+		case opBool:
+			b := byte(0)
+			if *(*bool)(fp) {
+				b = 1
+			}
+			buf = append(buf, b)
+		case opInt64:
+			buf = binary.AppendVarint(buf, *(*int64)(fp))
+		case opUint64:
+			buf = binary.AppendUvarint(buf, *(*uint64)(fp))
+		case opString, opAtom:
+			buf = appendString(buf, *(*string)(fp))
+		default:
+			e.buf = buf
+			if err := op.codec.enc(op.codec, e, fp); err != nil {
+				return err
+			}
+			buf = e.buf
+		}
+	}
+	e.buf = buf
 	return nil
 }

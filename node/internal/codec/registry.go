@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -113,6 +114,48 @@ type entry struct {
 	name   string // wire name; empty for builtins
 	header []byte // what precedes the value on the wire: its tag, and for named types the name
 	codec  *typeCodec
+	// rtype is the type word of an interface holding a typ, and indirect
+	// says whether its data word points to the value (see eface): together
+	// they let Encode reach a value inside an interface, and Decode box a
+	// value it allocated, without copying it.
+	rtype    unsafe.Pointer
+	indirect bool
+}
+
+// newEntry makes the entry of typ, learning how an interface holds one.
+func newEntry(typ reflect.Type, name string, header []byte, c *typeCodec) *entry {
+	zero := reflect.Zero(typ).Interface()
+	return &entry{
+		typ: typ, name: name, header: header, codec: c,
+		rtype: (*eface)(unsafe.Pointer(&zero)).typ, indirect: indirectInInterface(typ),
+	}
+}
+
+// pointer returns a pointer to the typ that x, an interface holding one,
+// holds. For a direct type the data word is the value, so it is stored in
+// *word and word is returned. The typ must only be read through it.
+func (ent *entry) pointer(x *any, word *unsafe.Pointer) unsafe.Pointer {
+	data := (*eface)(unsafe.Pointer(x)).data
+	if ent.indirect {
+		return data
+	}
+	*word = data
+	return unsafe.Pointer(word)
+}
+
+// box returns an interface holding the typ at p, which the decoder allocated
+// and no one else refers to: an indirect value keeps p as its data word, as
+// reflect does for values it boxes, so nothing is copied.
+func (ent *entry) box(p unsafe.Pointer) any {
+	var x any
+	ef := (*eface)(unsafe.Pointer(&x))
+	ef.typ = ent.rtype
+	if ent.indirect {
+		ef.data = p
+	} else {
+		ef.data = *(*unsafe.Pointer)(p)
+	}
+	return x
 }
 
 // tables is one immutable snapshot of a registry. Registration builds a new
@@ -172,7 +215,7 @@ var baseTables = sync.OnceValue(func() *tables {
 		if err != nil {
 			panic(fmt.Sprintf("codec: builtin %s: %v", typ, err))
 		}
-		e := &entry{typ: typ, header: []byte{bi.tag}, codec: c}
+		e := newEntry(typ, "", []byte{bi.tag}, c)
 		t.byType[typ] = e
 		t.byTag[bi.tag] = e
 	}
@@ -268,7 +311,7 @@ func (t *tables) addNamed(typ reflect.Type, name string) error {
 		return fmt.Errorf("codec: wire name %q of %s is already used by %s: %w", name, typ, other.typ, gen.ErrTaken)
 	}
 	header := appendString([]byte{tagNamed}, name)
-	e := &entry{typ: typ, name: name, header: header, codec: t.codecs[typ]}
+	e := newEntry(typ, name, header, t.codecs[typ])
 	t.byType[typ] = e
 	t.byName[name] = e
 	return nil
@@ -409,5 +452,3 @@ type remoteError struct {
 
 func (e *remoteError) Error() string   { return e.text }
 func (e *remoteError) Unwrap() []error { return e.sentinels }
-
-var errorType = reflect.TypeFor[error]()

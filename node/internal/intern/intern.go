@@ -48,8 +48,11 @@ func (t *Table) Atom(b []byte) gen.Atom {
 	if t == nil {
 		return gen.Atom(b)
 	}
+	if len(b) == 0 {
+		return "" // the empty name, common in unset fields, needs no copy
+	}
 	for _, a := range t.recent {
-		if string(a) == string(b) && len(a) > 0 { // comparing does not allocate
+		if string(a) == string(b) { // comparing does not allocate
 			return a
 		}
 	}
