@@ -17,9 +17,14 @@ import (
 // the process again) or is seen by the re-check. A sender never runs the
 // receiver's behavior on its own goroutine.
 
-// wake schedules the process if it is asleep.
+// wake schedules the process if it is asleep. The plain load spares a push
+// to a running process (the common case under load) the compare-and-swap's
+// locked instruction; it is safe because atomics are sequentially
+// consistent: a load that misses the runner's store of Sleep comes before
+// it, so the runner's re-check after the store sees the push.
 func (p *process) wake() {
-	if p.state.CompareAndSwap(int32(gen.ProcessStateSleep), int32(gen.ProcessStateRunning)) {
+	if p.state.Load() == int32(gen.ProcessStateSleep) &&
+		p.state.CompareAndSwap(int32(gen.ProcessStateSleep), int32(gen.ProcessStateRunning)) {
 		p.node.schedule(p)
 	}
 }

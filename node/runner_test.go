@@ -18,15 +18,7 @@ func blockers() int { return 2*runtime.GOMAXPROCS(0) + 2 }
 func TestABlockedBehaviorDelaysNoOtherProcess(t *testing.T) {
 	t.Run("processes waiting in Calls do not delay another process's delivery", func(t *testing.T) {
 		n, _ := startLocal(t, "blocked-call@localhost")
-		silent := newProbe()
-		silent.onCall = func(p *probe, from gen.PID, ref gen.Ref, request any) (any, error) { return nil, nil }
-		silentPID := spawnProbe(t, n, silent)
-		callers := newProbe()
-		callers.onMessage = func(p *probe, from gen.PID, message any) error {
-			_, err := p.CallWithTimeout(silentPID, "never answered", 600)
-			p.cfg.messages <- err
-			return nil
-		}
+		callers := silentCallers(t, n)
 		var pids []gen.PID
 		for range blockers() {
 			pid := spawnProbe(t, n, callers)
