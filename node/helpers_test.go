@@ -142,6 +142,23 @@ func spawnProbe(t *testing.T, n gen.Node, c *probeConfig) gen.PID {
 	return pid
 }
 
+// silentCallers spawns a process that answers no Call, and returns a probe
+// config whose processes, on any message, call it with a 600 s timeout and
+// report the error the Call ends with.
+func silentCallers(t *testing.T, n gen.Node) *probeConfig {
+	t.Helper()
+	silent := newProbe()
+	silent.onCall = func(p *probe, from gen.PID, ref gen.Ref, request any) (any, error) { return nil, nil }
+	silentPID := spawnProbe(t, n, silent)
+	callers := newProbe()
+	callers.onMessage = func(p *probe, from gen.PID, message any) error {
+		_, err := p.CallWithTimeout(silentPID, "never answered", 600)
+		p.cfg.messages <- err
+		return nil
+	}
+	return callers
+}
+
 func nodeStartDisabled(name gen.Atom) (gen.Node, error) {
 	return node.Start(name, gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
 }

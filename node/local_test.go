@@ -245,15 +245,7 @@ func TestCallBetweenProcesses(t *testing.T) {
 
 func TestKillWhileCalling(t *testing.T) {
 	n, _ := startLocal(t, "killcall@localhost")
-	silent := newProbe()
-	silent.onCall = func(p *probe, from gen.PID, ref gen.Ref, request any) (any, error) { return nil, nil }
-	silentPID := spawnProbe(t, n, silent)
-	caller := newProbe()
-	caller.onMessage = func(p *probe, from gen.PID, message any) error {
-		_, err := p.CallWithTimeout(silentPID, "never answered", 600)
-		p.cfg.messages <- err
-		return nil
-	}
+	caller := silentCallers(t, n)
 	callerPID := spawnProbe(t, n, caller)
 
 	t.Run("Kill ends a process waiting in a Call without waiting for the Call's timeout", func(t *testing.T) {

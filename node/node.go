@@ -52,7 +52,7 @@ type node struct {
 	timers timerSet
 	net    *network // also for a node without network (NetworkModeDisabled): it then reaches no one
 
-	ready    chan *process // hands a woken process to an idle worker goroutine
+	pool     pool          // the worker goroutines that run woken processes
 	quit     chan struct{} // closed when Stop or StopForce begins
 	done     chan struct{} // closed when the node has stopped
 	stopOnce sync.Once
@@ -70,7 +70,6 @@ func Start(name gen.Atom, options gen.NodeOptions) (gen.Node, error) {
 		started:  time.Now(),
 		procs:    make(map[uint64]*process),
 		names:    make(map[gen.Atom]*process),
-		ready:    make(chan *process),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -226,6 +225,7 @@ func (n *node) beginStop() {
 
 func (n *node) finishStop() {
 	n.state.Store(nodeStopped)
+	n.pool.stop()
 	close(n.done)
 	n.log.Debug("node stopped")
 }
