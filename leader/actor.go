@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/act"
@@ -56,7 +57,7 @@ type Actor struct {
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
 	// subscribers: see watch and unwatch.
-	monitored map[gen.PID]struct{}
+	monitored pidSet
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
 	// Made on first use, as subscribers is: most members never need them.
@@ -100,7 +101,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.Process = process
 	a.behavior = b
 	a.initTimers()
-	a.monitored = make(map[gen.PID]struct{})
 
 	options, err := b.Init(args...)
 	if err != nil {
@@ -319,7 +319,7 @@ func (a *Actor) userMessage(m *gen.MailboxMessage) error {
 func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 	_, subscriber := a.subscribers[msg.PID]
 	delete(a.subscribers, msg.PID)
-	_, member := a.monitored[msg.PID]
+	member := a.monitored.has(msg.PID)
 	_, demonitored := a.demonitored[msg.PID]
 	delete(a.demonitored, msg.PID)
 	if !member {
@@ -327,7 +327,7 @@ func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 		// swallowed, not handed to the user.
 		return subscriber || demonitored
 	}
-	delete(a.monitored, msg.PID)
+	a.monitored.remove(msg.PID)
 	a.core.PeerDown(now, msg.PID, msg.Reason)
 	if a.sameHost != nil {
 		// The member that went down may have held the host's cell: claim it
@@ -399,3 +399,21 @@ func (a *Actor) HandlePeerJoined(peer gen.PID) error { return nil }
 
 // HandlePeerLeft does nothing.
 func (a *Actor) HandlePeerLeft(peer gen.PID) error { return nil }
+
+// pidSet is a set of PIDs kept in a slice: a member monitors a handful of
+// peers, for which a map would cost several times as much.
+type pidSet []gen.PID
+
+func (s pidSet) has(pid gen.PID) bool { return slices.Contains(s, pid) }
+
+func (s *pidSet) add(pid gen.PID) {
+	if !s.has(pid) {
+		*s = append(*s, pid)
+	}
+}
+
+func (s *pidSet) remove(pid gen.PID) {
+	if i := slices.Index(*s, pid); i >= 0 {
+		*s = slices.Delete(*s, i, i+1)
+	}
+}

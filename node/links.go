@@ -30,6 +30,15 @@ type relEntry struct {
 	w      watcher
 }
 
+// watchEntry is one record a local watcher holds, in its set of
+// relations.watching: the watcher's PID is the set's key, and the Ref is
+// zero, as pending Calls are not kept there. Every member holds one per
+// peer, so the entry carries no more than that.
+type watchEntry struct {
+	target target
+	kind   relKind
+}
+
 // relations records monitors, links and pending Calls, keyed by what they
 // watch. Watchers may be local or remote; targets too. A remote target is
 // also recorded on its own node, which reports its end with a down frame.
@@ -38,7 +47,7 @@ type relations struct {
 
 	mu       sync.Mutex // guards targets and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
 	targets  map[target]*smallSet[watcher]
-	watching map[gen.PID]*smallSet[relEntry] // local watchers only: what each one watches
+	watching map[gen.PID]*smallSet[watchEntry] // local watchers only: what each one watches
 }
 
 // add records w watching t.
@@ -64,7 +73,7 @@ func (r *relations) addIfLive(t target, w watcher) bool {
 func (r *relations) addLocked(t target, w watcher) {
 	if r.targets == nil {
 		r.targets = make(map[target]*smallSet[watcher])
-		r.watching = make(map[gen.PID]*smallSet[relEntry])
+		r.watching = make(map[gen.PID]*smallSet[watchEntry])
 	}
 	set := r.targets[t]
 	if set == nil {
@@ -77,10 +86,10 @@ func (r *relations) addLocked(t target, w watcher) {
 	if w.pid.Node == r.node.name && w.kind != relCall {
 		mine := r.watching[w.pid]
 		if mine == nil {
-			mine = &smallSet[relEntry]{}
+			mine = &smallSet[watchEntry]{}
 			r.watching[w.pid] = mine
 		}
-		mine.add(relEntry{t, w})
+		mine.add(watchEntry{t, w.kind})
 	}
 }
 
@@ -100,7 +109,7 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 		delete(r.targets, t)
 	}
 	if mine := r.watching[w.pid]; mine != nil {
-		mine.remove(relEntry{t, w})
+		mine.remove(watchEntry{t, w.kind})
 		if mine.len() == 0 {
 			delete(r.watching, w.pid)
 		}
@@ -145,14 +154,15 @@ func (r *relations) targetGone(p *process, reason error) {
 func (r *relations) forget(p *process) {
 	r.mu.Lock()
 	var remote []relEntry
-	var mine []relEntry
+	var mine []watchEntry
 	if set := r.watching[p.pid]; set != nil {
 		mine = set.appendTo(nil) // removeLocked edits the set
 	}
 	for _, e := range mine {
-		r.removeLocked(e.target, e.w)
-		if e.w.kind != relCall && r.node.isRemote(e.target) {
-			remote = append(remote, e)
+		w := watcher{pid: p.pid, kind: e.kind}
+		r.removeLocked(e.target, w)
+		if r.node.isRemote(e.target) {
+			remote = append(remote, relEntry{e.target, w})
 		}
 	}
 	r.mu.Unlock()
