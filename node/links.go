@@ -30,6 +30,17 @@ type relEntry struct {
 	w      watcher
 }
 
+// plainWatcher is a watcher other than a pending Call's, as relations keeps
+// it: without the Ref that only a Call carries. Every member keeps one per
+// peer it monitors and its peers one each for it, so the Ref's unused bytes
+// would be most of what the record costs.
+type plainWatcher struct {
+	pid  gen.PID
+	kind relKind
+}
+
+func (w plainWatcher) watcher() watcher { return watcher{pid: w.pid, kind: w.kind} }
+
 // watchEntry is one record a local watcher holds, in its set of
 // relations.watching: the watcher's PID is the set's key, and the Ref is
 // zero, as pending Calls are not kept there. Every member holds one per
@@ -45,8 +56,11 @@ type watchEntry struct {
 type relations struct {
 	node *node
 
-	mu       sync.Mutex // guards targets and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
-	targets  map[target]*smallSet[watcher]
+	mu sync.Mutex // guards targets, calls and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
+	// targets holds the monitors and links of each target, calls the
+	// pending Calls on it: a Call's watcher carries its Ref.
+	targets  map[target]*smallSet[plainWatcher]
+	calls    map[target]*smallSet[watcher]
 	watching map[gen.PID]*smallSet[watchEntry] // local watchers only: what each one watches
 }
 
@@ -71,19 +85,31 @@ func (r *relations) addIfLive(t target, w watcher) bool {
 }
 
 func (r *relations) addLocked(t target, w watcher) {
+	if w.kind == relCall {
+		// A pending Call removes its own record when it returns, so it
+		// needs no entry in watching for cleanup when its caller terminates.
+		if r.calls == nil {
+			r.calls = make(map[target]*smallSet[watcher])
+		}
+		set := r.calls[t]
+		if set == nil {
+			set = &smallSet[watcher]{}
+			r.calls[t] = set
+		}
+		set.add(w)
+		return
+	}
 	if r.targets == nil {
-		r.targets = make(map[target]*smallSet[watcher])
+		r.targets = make(map[target]*smallSet[plainWatcher])
 		r.watching = make(map[gen.PID]*smallSet[watchEntry])
 	}
 	set := r.targets[t]
 	if set == nil {
-		set = &smallSet[watcher]{}
+		set = &smallSet[plainWatcher]{}
 		r.targets[t] = set
 	}
-	set.add(w)
-	// A pending Call removes its own record when it returns, so it needs no
-	// entry for cleanup when its caller terminates.
-	if w.pid.Node == r.node.name && w.kind != relCall {
+	set.add(plainWatcher{w.pid, w.kind})
+	if w.pid.Node == r.node.name {
 		mine := r.watching[w.pid]
 		if mine == nil {
 			mine = &smallSet[watchEntry]{}
@@ -101,8 +127,18 @@ func (r *relations) remove(t target, w watcher) bool {
 }
 
 func (r *relations) removeLocked(t target, w watcher) bool {
+	if w.kind == relCall {
+		set := r.calls[t]
+		if set == nil || !set.remove(w) {
+			return false
+		}
+		if set.len() == 0 {
+			delete(r.calls, t)
+		}
+		return true
+	}
 	set := r.targets[t]
-	if set == nil || !set.remove(w) {
+	if set == nil || !set.remove(plainWatcher{w.pid, w.kind}) {
 		return false
 	}
 	if set.len() == 0 {
@@ -120,13 +156,16 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 // takeTargetLocked removes every watcher of t and appends them to out.
 // Called with r.mu held.
 func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
-	set := r.targets[t]
-	if set == nil {
-		return out
-	}
 	start := len(out)
-	for _, w := range set.appendTo(nil) {
-		out = append(out, relEntry{t, w})
+	if set := r.targets[t]; set != nil {
+		for _, w := range set.appendTo(nil) {
+			out = append(out, relEntry{t, w.watcher()})
+		}
+	}
+	if set := r.calls[t]; set != nil {
+		for _, w := range set.appendTo(nil) {
+			out = append(out, relEntry{t, w})
+		}
 	}
 	for _, e := range out[start:] {
 		r.removeLocked(e.target, e.w)
@@ -183,16 +222,26 @@ func (r *relations) nodeDown(name gen.Atom) {
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
-	var ws []watcher
+	classify := func(t target, w watcher) {
+		switch {
+		case t.node == name:
+			fired = append(fired, relEntry{t, w})
+		case w.pid.Node == name:
+			dropped = append(dropped, relEntry{t, w})
+		}
+	}
+	var ws []plainWatcher
 	for t, set := range r.targets {
 		ws = set.appendTo(ws[:0])
 		for _, w := range ws {
-			switch {
-			case t.node == name:
-				fired = append(fired, relEntry{t, w})
-			case w.pid.Node == name:
-				dropped = append(dropped, relEntry{t, w})
-			}
+			classify(t, w.watcher())
+		}
+	}
+	var cs []watcher
+	for t, set := range r.calls {
+		cs = set.appendTo(cs[:0])
+		for _, w := range cs {
+			classify(t, w)
 		}
 	}
 	for _, e := range fired {
