@@ -341,7 +341,7 @@ func (c *connection) writeOut(spare *[]byte) error {
 // keeps for reuse; a larger one is kept only while writes fill a quarter of
 // it, so the buffers a burst grew go back to the garbage collector once
 // traffic is light again instead of staying with the connection for good.
-const keptWriteBuffer = 2 * batchBytes
+const keptWriteBuffer = batchBytes / 2
 
 // keptBuffer returns buf, just written, when the writer should reuse it,
 // and nil when it should let it go.

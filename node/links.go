@@ -56,9 +56,12 @@ type watchEntry struct {
 type relations struct {
 	node *node
 
-	mu sync.Mutex // guards targets, calls and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
-	// targets holds the monitors and links of each target, calls the
-	// pending Calls on it: a Call's watcher carries its Ref.
+	mu sync.Mutex // guards the maps below. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
+	// byPID holds the monitors and links of each target named by its PID
+	// alone (pidTarget), most of them, under a key half the size of a
+	// target; targets holds those of every other target, calls the pending
+	// Calls on any: a Call's watcher carries its Ref.
+	byPID    map[gen.PID]*smallSet[plainWatcher]
 	targets  map[target]*smallSet[plainWatcher]
 	calls    map[target]*smallSet[watcher]
 	watching map[gen.PID]*smallSet[watchEntry] // local watchers only: what each one watches
@@ -99,14 +102,19 @@ func (r *relations) addLocked(t target, w watcher) {
 		set.add(w)
 		return
 	}
-	if r.targets == nil {
+	if r.watching == nil {
+		r.byPID = make(map[gen.PID]*smallSet[plainWatcher])
 		r.targets = make(map[target]*smallSet[plainWatcher])
 		r.watching = make(map[gen.PID]*smallSet[watchEntry])
 	}
-	set := r.targets[t]
+	set := r.plain(t)
 	if set == nil {
 		set = &smallSet[plainWatcher]{}
-		r.targets[t] = set
+		if byPID(t) {
+			r.byPID[t.pid] = set
+		} else {
+			r.targets[t] = set
+		}
 	}
 	set.add(plainWatcher{w.pid, w.kind})
 	if w.pid.Node == r.node.name {
@@ -117,6 +125,18 @@ func (r *relations) addLocked(t target, w watcher) {
 		}
 		mine.add(watchEntry{t, w.kind})
 	}
+}
+
+// byPID reports whether t's monitors and links are kept in relations.byPID:
+// t names a process by its PID alone.
+func byPID(t target) bool { return t.isPID() && t == pidTarget(t.pid) }
+
+// plain returns the monitors and links of t, nil when it has none.
+func (r *relations) plain(t target) *smallSet[plainWatcher] {
+	if byPID(t) {
+		return r.byPID[t.pid]
+	}
+	return r.targets[t]
 }
 
 // remove deletes one record and reports whether it existed.
@@ -137,12 +157,16 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 		}
 		return true
 	}
-	set := r.targets[t]
+	set := r.plain(t)
 	if set == nil || !set.remove(plainWatcher{w.pid, w.kind}) {
 		return false
 	}
 	if set.len() == 0 {
-		delete(r.targets, t)
+		if byPID(t) {
+			delete(r.byPID, t.pid)
+		} else {
+			delete(r.targets, t)
+		}
 	}
 	if mine := r.watching[w.pid]; mine != nil {
 		mine.remove(watchEntry{t, w.kind})
@@ -157,7 +181,7 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 // Called with r.mu held.
 func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
 	start := len(out)
-	if set := r.targets[t]; set != nil {
+	if set := r.plain(t); set != nil {
 		for _, w := range set.appendTo(nil) {
 			out = append(out, relEntry{t, w.watcher()})
 		}
@@ -231,6 +255,12 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 		}
 	}
 	var ws []plainWatcher
+	for pid, set := range r.byPID {
+		ws = set.appendTo(ws[:0])
+		for _, w := range ws {
+			classify(pidTarget(pid), w.watcher())
+		}
+	}
 	for t, set := range r.targets {
 		ws = set.appendTo(ws[:0])
 		for _, w := range ws {
