@@ -34,11 +34,11 @@ type Actor struct {
 	timers     [timerKinds]shellTimer
 	timerOwner *timerOwner
 	// share is what this actor shares with the other leader actors of its
-	// node: the heartbeat coalescer (coalescer.go). coalesce is false when
-	// Options.DisableHeartbeatCoalescing is set; the share exists anyway.
-	share    *nodeShare
-	coalesce bool
-	linger   time.Duration
+	// node: the heartbeat coalescer (coalescer.go). coalesce (among the
+	// flags below) is false when Options.DisableHeartbeatCoalescing is set;
+	// the share exists anyway.
+	share  *nodeShare
+	linger time.Duration
 	// inbox holds the acknowledgements the coalescer keeps for this
 	// member's next wake-up while it leads (coalescer.go, rule 4);
 	// lastInput is the latest time a message was stepped at, so that held
@@ -49,10 +49,6 @@ type Actor struct {
 	// protocol message as the core is given it, and every timer firing (an
 	// election.Timer from the actor itself).
 	observeStep func(now time.Time, from gen.PID, msg any)
-	// onTick is true while the member handles its own heartbeat tick, and
-	// onCoalesced while it steps heartbeats that arrived coalesced: what
-	// those produce is what the coalescer carries.
-	onTick, onCoalesced bool
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
@@ -62,10 +58,6 @@ type Actor struct {
 	// already be queued; such a down is swallowed, not handed to the user.
 	// Made on first use, as subscribers is: most members never need them.
 	demonitored map[gen.PID]struct{}
-	// flushing is true while Ready is being handled, so that API calls made
-	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
-	// for the running loop instead of re-entering it.
-	flushing bool
 	// fatal is the error a callback returned while handling Ready; it
 	// terminates the actor once the loop unwinds.
 	fatal error
@@ -76,8 +68,6 @@ type Actor struct {
 	// reconfirm cancels the ConfirmInterval timer of the current leadership,
 	// nil when none is armed: one timer per leadership.
 	reconfirmCancel gen.CancelFunc
-	// registered: this actor holds its node's place in the cluster registry.
-	registered bool
 	// unclusteredWarned is when the member last said at Warning that it is
 	// unclustered, zero while it is not: a reminder follows once a minute.
 	unclusteredWarned time.Time
@@ -88,6 +78,19 @@ type Actor struct {
 	// reported is the role, term and leader last reported to OnTransition
 	// and subscribers; nil before the first report.
 	reported *transitionState
+
+	// The flags, together so that they share one word.
+	coalesce bool
+	// onTick is true while the member handles its own heartbeat tick, and
+	// onCoalesced while it steps heartbeats that arrived coalesced: what
+	// those produce is what the coalescer carries.
+	onTick, onCoalesced bool
+	// flushing is true while Ready is being handled, so that API calls made
+	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
+	// for the running loop instead of re-entering it.
+	flushing bool
+	// registered: this actor holds its node's place in the cluster registry.
+	registered bool
 }
 
 // ProcessInit binds the actor to its process, calls Init, validates and

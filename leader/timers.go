@@ -91,15 +91,15 @@ type timerOwner struct {
 	armed atomic.Uint64
 }
 
-// shellTimer is the shell's side of one election timer kind.
+// shellTimer is the shell's side of one election timer kind. Its Go
+// timer's callback is told the timer's owner and kind; the struct does not
+// keep them, as every member holds one per kind.
 type shellTimer struct {
 	// timer is the core's latest arming of this kind, pending whether it
 	// waits to fire; the actor's goroutine owns both.
 	timer   election.Timer
 	pending bool
 
-	owner *timerOwner
-	kind  election.TimerKind
 	// mu guards due, runAt and rt; the actor's goroutine and the Go timer's
 	// callback take it, and nothing else is locked while it is held.
 	mu sync.Mutex
@@ -116,9 +116,6 @@ type timerFired struct{ kind election.TimerKind }
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
 	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name())}
-	for k := range a.timers {
-		a.timers[k].owner, a.timers[k].kind = a.timerOwner, election.TimerKind(k)
-	}
 }
 
 // applyTimer carries out one of the core's timer operations.
@@ -146,7 +143,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 	t.mu.Lock()
 	t.due = max(at+after, 1)
 	if t.runAt == 0 || t.due < t.runAt {
-		t.schedule(at)
+		t.schedule(at, a.timerOwner, op.Timer.Kind)
 	}
 	t.mu.Unlock()
 }
@@ -170,17 +167,17 @@ func (a *Actor) extendElection() {
 	t.mu.Unlock()
 }
 
-// schedule sets the Go timer for due; now is the shell's clock. Called with
-// mu held.
-func (t *shellTimer) schedule(now time.Duration) {
+// schedule sets the Go timer for due; now is the shell's clock, o and kind
+// the timer's owner and kind. Called with mu held.
+func (t *shellTimer) schedule(now time.Duration, o *timerOwner, kind election.TimerKind) {
 	d := t.due - now
 	if t.rt == nil {
-		t.rt = time.AfterFunc(d, t.fire)
+		t.rt = time.AfterFunc(d, func() { t.fire(o, kind) })
 	} else {
 		t.rt.Reset(d)
 	}
 	t.runAt = t.due
-	t.owner.armed.Add(1)
+	o.armed.Add(1)
 }
 
 // stop stops the Go timer. Called with mu held.
@@ -194,7 +191,7 @@ func (t *shellTimer) stop() {
 // fire is the Go timer's callback: it wakes the actor when the deadline has
 // come, re-arms for the rest when it moved later, and does nothing for a
 // firing that a reset made stale or a cancel made moot.
-func (t *shellTimer) fire() {
+func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	t.mu.Lock()
 	now := sinceEpoch(time.Now())
 	if t.runAt == 0 || now < t.runAt {
@@ -207,7 +204,7 @@ func (t *shellTimer) fire() {
 		t.mu.Unlock()
 		return
 	case now < t.due:
-		t.schedule(now)
+		t.schedule(now, o, kind)
 		t.mu.Unlock()
 		return
 	}
@@ -215,7 +212,7 @@ func (t *shellTimer) fire() {
 	// Sent as the actor itself, so its bounded mailbox cannot refuse it
 	// (gen.ProcessOptions.MailboxSize); the actor may be gone (its node
 	// stopping), and then nobody waits for this.
-	_ = t.owner.process.Send(t.owner.pid, timerFired{kind: t.kind})
+	_ = o.process.Send(o.pid, timerFired{kind: kind})
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
@@ -232,7 +229,7 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 		// Re-armed or extended since the callback sent this; make sure the
 		// Go timer runs for the new deadline.
 		if t.runAt == 0 {
-			t.schedule(at)
+			t.schedule(at, a.timerOwner, f.kind)
 		}
 		t.mu.Unlock()
 		return election.Timer{}, false
