@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/act"
@@ -33,11 +34,11 @@ type Actor struct {
 	timers     [timerKinds]shellTimer
 	timerOwner *timerOwner
 	// share is what this actor shares with the other leader actors of its
-	// node: the heartbeat coalescer (coalescer.go). coalesce is false when
-	// Options.DisableHeartbeatCoalescing is set; the share exists anyway.
-	share    *nodeShare
-	coalesce bool
-	linger   time.Duration
+	// node: the heartbeat coalescer (coalescer.go). coalesce (among the
+	// flags below) is false when Options.DisableHeartbeatCoalescing is set;
+	// the share exists anyway.
+	share  *nodeShare
+	linger time.Duration
 	// inbox holds what the coalescer keeps for this member's next wake-up:
 	// acknowledgements while it leads, heartbeats it answered ahead while
 	// it follows (coalescer.go, rules 4 and 6); lastInput is the latest time
@@ -45,31 +46,19 @@ type Actor struct {
 	// earlier time.
 	inbox     inbox
 	lastInput time.Time
-	// answering says the steady answer in the inbox is published (between
-	// two messages); replaying, that the core's next acknowledgement to
-	// that answer's leader repeats one the coalescer sent ahead (stepHeld).
-	answering, replaying bool
 	// observeStep, when set (by this package's tests only), sees every
 	// protocol message as the core is given it, and every timer firing (an
 	// election.Timer from the actor itself).
 	observeStep func(now time.Time, from gen.PID, msg any)
-	// onTick is true while the member handles its own heartbeat tick, and
-	// onCoalesced while it steps heartbeats that arrived coalesced: what
-	// those produce is what the coalescer carries.
-	onTick, onCoalesced bool
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
 	// subscribers: see watch and unwatch.
-	monitored map[gen.PID]struct{}
+	monitored pidSet
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
 	// Made on first use, as subscribers is: most members never need them.
 	demonitored map[gen.PID]struct{}
-	// flushing is true while Ready is being handled, so that API calls made
-	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
-	// for the running loop instead of re-entering it.
-	flushing bool
 	// fatal is the error a callback returned while handling Ready; it
 	// terminates the actor once the loop unwinds.
 	fatal error
@@ -80,8 +69,6 @@ type Actor struct {
 	// reconfirm cancels the ConfirmInterval timer of the current leadership,
 	// nil when none is armed: one timer per leadership.
 	reconfirmCancel gen.CancelFunc
-	// registered: this actor holds its node's place in the cluster registry.
-	registered bool
 	// unclusteredWarned is when the member last said at Warning that it is
 	// unclustered, zero while it is not: a reminder follows once a minute.
 	unclusteredWarned time.Time
@@ -92,6 +79,23 @@ type Actor struct {
 	// reported is the role, term and leader last reported to OnTransition
 	// and subscribers; nil before the first report.
 	reported *transitionState
+
+	// The flags, together so that they share one word.
+	coalesce bool
+	// onTick is true while the member handles its own heartbeat tick, and
+	// onCoalesced while it steps heartbeats that arrived coalesced: what
+	// those produce is what the coalescer carries.
+	onTick, onCoalesced bool
+	// flushing is true while Ready is being handled, so that API calls made
+	// from callbacks (Join inside HandleBecomeLeader, say) queue their effects
+	// for the running loop instead of re-entering it.
+	flushing bool
+	// registered: this actor holds its node's place in the cluster registry.
+	registered bool
+	// answering says the steady answer in the inbox is published (between
+	// two messages); replaying, that the core's next acknowledgement to
+	// that answer's leader repeats one the coalescer sent ahead (stepHeld).
+	answering, replaying bool
 }
 
 // ProcessInit binds the actor to its process, calls Init, validates and
@@ -105,7 +109,6 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.Process = process
 	a.behavior = b
 	a.initTimers()
-	a.monitored = make(map[gen.PID]struct{})
 
 	options, err := b.Init(args...)
 	if err != nil {
@@ -145,7 +148,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.registered = true
 	a.coalesce = !options.DisableHeartbeatCoalescing
 	a.linger = lingerFor(cfg.HeartbeatInterval)
-	a.timers[election.TimerHeartbeat].grid = a.share.gridFor(cfg.HeartbeatInterval)
+	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {
@@ -337,7 +340,7 @@ func (a *Actor) userMessage(m *gen.MailboxMessage) error {
 func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 	_, subscriber := a.subscribers[msg.PID]
 	delete(a.subscribers, msg.PID)
-	_, member := a.monitored[msg.PID]
+	member := a.monitored.has(msg.PID)
 	_, demonitored := a.demonitored[msg.PID]
 	delete(a.demonitored, msg.PID)
 	if !member {
@@ -345,7 +348,7 @@ func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 		// swallowed, not handed to the user.
 		return subscriber || demonitored
 	}
-	delete(a.monitored, msg.PID)
+	a.monitored.remove(msg.PID)
 	a.core.PeerDown(now, msg.PID, msg.Reason)
 	if a.sameHost != nil {
 		// The member that went down may have held the host's cell: claim it
@@ -417,3 +420,21 @@ func (a *Actor) HandlePeerJoined(peer gen.PID) error { return nil }
 
 // HandlePeerLeft does nothing.
 func (a *Actor) HandlePeerLeft(peer gen.PID) error { return nil }
+
+// pidSet is a set of PIDs kept in a slice: a member monitors a handful of
+// peers, for which a map would cost several times as much.
+type pidSet []gen.PID
+
+func (s pidSet) has(pid gen.PID) bool { return slices.Contains(s, pid) }
+
+func (s *pidSet) add(pid gen.PID) {
+	if !s.has(pid) {
+		*s = append(*s, pid)
+	}
+}
+
+func (s *pidSet) remove(pid gen.PID) {
+	if i := slices.Index(*s, pid); i >= 0 {
+		*s = slices.Delete(*s, i, i+1)
+	}
+}

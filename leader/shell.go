@@ -138,8 +138,8 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 	case election.Monitor:
 		a.monitor(now, e.PID)
 	case election.Demonitor:
-		if _, ok := a.monitored[e.PID]; ok {
-			delete(a.monitored, e.PID)
+		if a.monitored.has(e.PID) {
+			a.monitored.remove(e.PID)
 			if len(a.demonitored) > maxDemonitored {
 				clear(a.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
 			}
@@ -173,13 +173,13 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 // monitor watches a member's process so that its end reaches the core with
 // its reason; a member already gone is reported at once.
 func (a *Actor) monitor(now time.Time, pid gen.PID) {
-	if _, ok := a.monitored[pid]; ok {
+	if a.monitored.has(pid) {
 		return
 	}
 	err := a.watch(pid)
 	switch {
 	case err == nil:
-		a.monitored[pid] = struct{}{}
+		a.monitored.add(pid)
 		delete(a.demonitored, pid) // its down, whenever it comes, is real
 	case errors.Is(err, gen.ErrNoConnection):
 		a.core.PeerDown(now, pid, gen.ErrNoConnection)
@@ -429,7 +429,7 @@ func (a *Actor) unwatch(pid gen.PID, why string) {
 
 // watching reports whether the election or a subscription watches pid.
 func (a *Actor) watching(pid gen.PID) bool {
-	_, member := a.monitored[pid]
+	member := a.monitored.has(pid)
 	_, subscriber := a.subscribers[pid]
 	return member || subscriber
 }

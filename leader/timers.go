@@ -93,31 +93,37 @@ type timerOwner struct {
 	pid     gen.PID
 	phase   uint64 // the node's heartbeat grid phase seed (gridPhase)
 	// inbox is the actor's coalescer inbox: the election timer's callback
-	// reads when the heartbeats held there move the timeout (rule 6).
+	// reads when the heartbeats held there move the timeout (rule 5).
 	inbox *inbox
+	// grid fires the heartbeat timer with those of the node's other
+	// leaders (rule 6); nil until the actor joins its node's share.
+	grid *heartbeatGrid
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64
 }
 
-// shellTimer is the shell's side of one election timer kind.
+// shellTimer is the shell's side of one election timer kind. Its Go
+// timer's callback is told the timer's owner and kind; the struct does not
+// keep them, as every member holds one per kind.
 type shellTimer struct {
 	// timer is the core's latest arming of this kind, pending whether it
 	// waits to fire; the actor's goroutine owns both.
 	timer   election.Timer
 	pending bool
+	// inGrid says the timer was scheduled on its owner's heartbeatGrid, not
+	// on rt, since it was last stopped; guarded by mu.
+	inGrid bool
 
-	owner *timerOwner
-	kind  election.TimerKind
-	// mu guards due, runAt and rt; the actor's goroutine and the Go timer's
-	// callback take it, and nothing else is locked while it is held.
+	// mu guards due, runAt, rt and inGrid; the actor's goroutine and the
+	// timer's callback take it. While it is held, only the inbox's lock
+	// (fire, rule 5) and the grid's (schedule, stop) are taken.
 	mu sync.Mutex
 	// due is when the pending arming is due, on the shell's clock; zero
 	// when none is. runAt is when the timer fires; zero when it is not
-	// scheduled. It fires from rt, or from grid for the heartbeat kind.
+	// scheduled.
 	due, runAt time.Duration
 	rt         *time.Timer
-	grid       *heartbeatGrid
 }
 
 // timerFired tells the actor that a timer of kind is due. Only the shell's
@@ -127,9 +133,6 @@ type timerFired struct{ kind election.TimerKind }
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
 	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name()), inbox: &a.inbox}
-	for k := range a.timers {
-		a.timers[k].owner, a.timers[k].kind = a.timerOwner, election.TimerKind(k)
-	}
 }
 
 // applyTimer carries out one of the core's timer operations.
@@ -144,7 +147,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 		t.pending = false
 		t.mu.Lock()
 		t.due = 0
-		t.stop()
+		t.stop(a.timerOwner)
 		t.mu.Unlock()
 		return
 	}
@@ -157,7 +160,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 	t.mu.Lock()
 	t.due = max(at+after, 1)
 	if t.runAt == 0 || t.due < t.runAt {
-		t.schedule(at)
+		t.schedule(at, a.timerOwner, op.Timer.Kind)
 	}
 	t.mu.Unlock()
 }
@@ -181,34 +184,39 @@ func (a *Actor) extendElection() {
 	t.mu.Unlock()
 }
 
-// schedule sets the Go timer, or the grid, for due; now is the shell's
-// clock. Called with mu held.
-func (t *shellTimer) schedule(now time.Duration) {
+// schedule sets the Go timer, or the owner's grid for a heartbeat timer,
+// for due; now is the shell's clock, o and kind the timer's owner and kind.
+// Called with mu held.
+func (t *shellTimer) schedule(now time.Duration, o *timerOwner, kind election.TimerKind) {
 	t.runAt = t.due
-	t.owner.armed.Add(1)
-	if t.grid != nil {
-		t.grid.add(t, t.due, now)
+	o.armed.Add(1)
+	if kind == election.TimerHeartbeat && o.grid != nil {
+		t.inGrid = true
+		o.grid.add(t, o, t.due, now)
 		return
 	}
 	d := t.due - now
 	if t.rt == nil {
-		t.rt = time.AfterFunc(d, t.fire)
+		t.rt = time.AfterFunc(d, func() { t.fire(o, kind) })
 	} else {
 		t.rt.Reset(d)
 	}
 }
 
-// stop stops the Go timer, or leaves the grid. Called with mu held.
-func (t *shellTimer) stop() {
+// stop stops the Go timer, or leaves o's grid. Called with mu held.
+func (t *shellTimer) stop(o *timerOwner) {
+	if t.inGrid {
+		// Also after the grid fired it: the grid may hold it again.
+		t.inGrid = false
+		o.grid.remove(t)
+	}
 	if t.runAt == 0 {
 		return
 	}
 	t.runAt = 0
-	if t.grid != nil {
-		t.grid.remove(t)
-		return
+	if t.rt != nil {
+		t.rt.Stop()
 	}
-	t.rt.Stop()
 }
 
 // heartbeatGrid fires the heartbeat timers of one node's leaders that share
@@ -221,23 +229,36 @@ type heartbeatGrid struct {
 	// timers after releasing it.
 	mu sync.Mutex
 	// due holds each scheduled timer with the instant it fires at, on the
-	// shell's clock; next is when rt fires, zero when it is stopped.
-	due  map[*shellTimer]time.Duration
+	// shell's clock, and its owner; next is when rt fires, zero when it is
+	// stopped.
+	due  map[*shellTimer]gridEntry
 	next time.Duration
 	rt   *time.Timer
 	// ready is fire's scratch list, reused.
-	ready []*shellTimer
+	ready []gridFiring
+}
+
+// gridFiring is a due timer of a heartbeatGrid with its owner.
+type gridFiring struct {
+	timer *shellTimer
+	owner *timerOwner
 }
 
 func newHeartbeatGrid() *heartbeatGrid {
-	return &heartbeatGrid{due: make(map[*shellTimer]time.Duration)}
+	return &heartbeatGrid{due: make(map[*shellTimer]gridEntry)}
 }
 
-// add schedules t for at; now is the shell's clock.
-func (g *heartbeatGrid) add(t *shellTimer, at, now time.Duration) {
+// gridEntry is a timer scheduled on a heartbeatGrid.
+type gridEntry struct {
+	at    time.Duration
+	owner *timerOwner
+}
+
+// add schedules t, of owner o, for at; now is the shell's clock.
+func (g *heartbeatGrid) add(t *shellTimer, o *timerOwner, at, now time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.due[t] = at
+	g.due[t] = gridEntry{at: at, owner: o}
 	if g.next == 0 || at < g.next {
 		g.next = at
 		if g.rt == nil {
@@ -265,13 +286,13 @@ func (g *heartbeatGrid) fire() {
 	g.mu.Lock()
 	now := sinceEpoch(time.Now())
 	ready, next := g.ready[:0], time.Duration(0)
-	for t, at := range g.due {
+	for t, e := range g.due {
 		switch {
-		case at <= now:
-			ready = append(ready, t)
+		case e.at <= now:
+			ready = append(ready, gridFiring{t, e.owner})
 			delete(g.due, t)
-		case next == 0 || at < next:
-			next = at
+		case next == 0 || e.at < next:
+			next = e.at
 		}
 	}
 	g.next = next
@@ -280,8 +301,8 @@ func (g *heartbeatGrid) fire() {
 	}
 	g.ready = nil // a firing that overlaps this one makes its own list
 	g.mu.Unlock()
-	for _, t := range ready {
-		t.fire()
+	for _, f := range ready {
+		f.timer.fire(f.owner, election.TimerHeartbeat)
 	}
 	clear(ready)
 	g.mu.Lock()
@@ -291,10 +312,12 @@ func (g *heartbeatGrid) fire() {
 	g.mu.Unlock()
 }
 
+
+
 // fire is the Go timer's callback: it wakes the actor when the deadline has
 // come, re-arms for the rest when it moved later, and does nothing for a
 // firing that a reset made stale or a cancel made moot.
-func (t *shellTimer) fire() {
+func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	t.mu.Lock()
 	now := sinceEpoch(time.Now())
 	if t.runAt == 0 || now < t.runAt {
@@ -307,16 +330,16 @@ func (t *shellTimer) fire() {
 		t.mu.Unlock()
 		return
 	case now < t.due:
-		t.schedule(now)
+		t.schedule(now, o, kind)
 		t.mu.Unlock()
 		return
 	}
-	if t.kind == election.TimerElection {
+	if kind == election.TimerElection {
 		// Heartbeats answered ahead and held for the actor move its
 		// election timeout once stepped: hold the firing until then.
-		if until, ok := t.owner.inbox.heardUntil(); ok && now < until {
+		if until, ok := o.inbox.heardUntil(); ok && now < until {
 			t.due = until
-			t.schedule(now)
+			t.schedule(now, o, kind)
 			t.mu.Unlock()
 			return
 		}
@@ -325,7 +348,7 @@ func (t *shellTimer) fire() {
 	// Sent as the actor itself, so its bounded mailbox cannot refuse it
 	// (gen.ProcessOptions.MailboxSize); the actor may be gone (its node
 	// stopping), and then nobody waits for this.
-	_ = t.owner.process.Send(t.owner.pid, timerFired{kind: t.kind})
+	_ = o.process.Send(o.pid, timerFired{kind: kind})
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
@@ -342,13 +365,13 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 		// Re-armed or extended since the callback sent this; make sure the
 		// Go timer runs for the new deadline.
 		if t.runAt == 0 {
-			t.schedule(at)
+			t.schedule(at, a.timerOwner, f.kind)
 		}
 		t.mu.Unlock()
 		return election.Timer{}, false
 	}
 	t.due = 0
-	t.stop()
+	t.stop(a.timerOwner)
 	t.mu.Unlock()
 	t.pending = false
 	return t.timer, true
@@ -361,7 +384,7 @@ func (a *Actor) stopTimers() {
 		t.pending = false
 		t.mu.Lock()
 		t.due = 0
-		t.stop()
+		t.stop(a.timerOwner)
 		t.mu.Unlock()
 	}
 }

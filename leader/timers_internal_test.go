@@ -40,10 +40,10 @@ func TestElectionTimerWaitsForTheHeartbeatsHeldForTheActor(t *testing.T) {
 	f := &firings{}
 	ib := &inbox{}
 	owner := &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: ib}
-	tm := &shellTimer{owner: owner, kind: election.TimerElection}
+	tm := &shellTimer{}
 	t.Cleanup(func() {
 		tm.mu.Lock()
-		tm.stop()
+		tm.stop(owner)
 		tm.mu.Unlock()
 	})
 	fireDue := func() {
@@ -51,7 +51,7 @@ func TestElectionTimerWaitsForTheHeartbeatsHeldForTheActor(t *testing.T) {
 		now := sinceEpoch(time.Now())
 		tm.due, tm.runAt = now, now
 		tm.mu.Unlock()
-		tm.fire()
+		tm.fire(owner, election.TimerElection)
 	}
 
 	fireDue()
@@ -78,16 +78,18 @@ func TestElectionTimerWaitsForTheHeartbeatsHeldForTheActor(t *testing.T) {
 // removed one never, and the grid's Go timer stops with its last timer.
 func TestHeartbeatGridFiresEveryDueTimerFromOneGoTimer(t *testing.T) {
 	g := newHeartbeatGrid()
+	owners := map[*shellTimer]*timerOwner{}
 	newTimer := func() (*shellTimer, *firings) {
 		f := &firings{}
-		owner := &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &inbox{}}
-		return &shellTimer{owner: owner, kind: election.TimerHeartbeat, grid: g}, f
+		tm := &shellTimer{}
+		owners[tm] = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &inbox{}, grid: g}
+		return tm, f
 	}
 	schedule := func(tm *shellTimer, after time.Duration) {
 		tm.mu.Lock()
 		now := sinceEpoch(time.Now())
 		tm.due = now + after
-		tm.schedule(now)
+		tm.schedule(now, owners[tm], election.TimerHeartbeat)
 		tm.mu.Unlock()
 	}
 	soon, later, gone := 30*time.Millisecond, 300*time.Millisecond, 30*time.Millisecond
@@ -102,7 +104,7 @@ func TestHeartbeatGridFiresEveryDueTimerFromOneGoTimer(t *testing.T) {
 	removed, removedFired := newTimer()
 	schedule(removed, gone)
 	removed.mu.Lock()
-	removed.stop()
+	removed.stop(owners[removed])
 	removed.mu.Unlock()
 
 	require.Eventually(t, func() bool {

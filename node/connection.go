@@ -323,20 +323,33 @@ func (c *connection) writeOut(spare *[]byte) error {
 	}
 	c.mu.Unlock()
 	if len(buf) == 0 {
-		*spare = buf
+		*spare = c.keptBuffer(buf)
 		return nil
 	}
 	_, err := c.conn.Write(buf)
 	c.nw.writes.Add(1)
 	c.nw.bytesOut.Add(uint64(len(buf)))
 	c.lastWrite.Store(c.elapsed())
-	if cap(buf) <= 2*c.nw.opts.SendQueueBytes {
-		*spare = buf
-	}
+	*spare = c.keptBuffer(buf)
 	if err != nil {
 		return fmt.Errorf("write to %s: %w", c.peer.Name, err)
 	}
 	return nil
+}
+
+// keptWriteBuffer is the capacity of a written buffer the writer always
+// keeps for reuse; a larger one is kept only while writes fill a quarter of
+// it, so the buffers a burst grew go back to the garbage collector once
+// traffic is light again instead of staying with the connection for good.
+const keptWriteBuffer = batchBytes / 2
+
+// keptBuffer returns buf, just written, when the writer should reuse it,
+// and nil when it should let it go.
+func (c *connection) keptBuffer(buf []byte) []byte {
+	if n := cap(buf); n > 2*c.nw.opts.SendQueueBytes || (n > keptWriteBuffer && len(buf) < n/4) {
+		return nil
+	}
+	return buf
 }
 
 // closeWrite ends our direction of a gracefully closing connection; the

@@ -30,15 +30,41 @@ type relEntry struct {
 	w      watcher
 }
 
+// plainWatcher is a watcher other than a pending Call's, as relations keeps
+// it: without the Ref that only a Call carries. Every member keeps one per
+// peer it monitors and its peers one each for it, so the Ref's unused bytes
+// would be most of what the record costs.
+type plainWatcher struct {
+	pid  gen.PID
+	kind relKind
+}
+
+func (w plainWatcher) watcher() watcher { return watcher{pid: w.pid, kind: w.kind} }
+
+// watchEntry is one record a local watcher holds, in its set of
+// relations.watching: the watcher's PID is the set's key, and the Ref is
+// zero, as pending Calls are not kept there. Every member holds one per
+// peer, so the entry carries no more than that.
+type watchEntry struct {
+	target target
+	kind   relKind
+}
+
 // relations records monitors, links and pending Calls, keyed by what they
 // watch. Watchers may be local or remote; targets too. A remote target is
 // also recorded on its own node, which reports its end with a down frame.
 type relations struct {
 	node *node
 
-	mu       sync.Mutex // guards targets and watching. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
-	targets  map[target]*smallSet[watcher]
-	watching map[gen.PID]*smallSet[relEntry] // local watchers only: what each one watches
+	mu sync.Mutex // guards the maps below. Lock order: mu, then node.mu (read, in addIfLive); never taken with node.mu held
+	// byPID holds the monitors and links of each target named by its PID
+	// alone (pidTarget), most of them, under a key half the size of a
+	// target; targets holds those of every other target, calls the pending
+	// Calls on any: a Call's watcher carries its Ref.
+	byPID    map[gen.PID]*smallSet[plainWatcher]
+	targets  map[target]*smallSet[plainWatcher]
+	calls    map[target]*smallSet[watcher]
+	watching map[gen.PID]*smallSet[watchEntry] // local watchers only: what each one watches
 }
 
 // add records w watching t.
@@ -62,26 +88,55 @@ func (r *relations) addIfLive(t target, w watcher) bool {
 }
 
 func (r *relations) addLocked(t target, w watcher) {
-	if r.targets == nil {
-		r.targets = make(map[target]*smallSet[watcher])
-		r.watching = make(map[gen.PID]*smallSet[relEntry])
+	if w.kind == relCall {
+		// A pending Call removes its own record when it returns, so it
+		// needs no entry in watching for cleanup when its caller terminates.
+		if r.calls == nil {
+			r.calls = make(map[target]*smallSet[watcher])
+		}
+		set := r.calls[t]
+		if set == nil {
+			set = &smallSet[watcher]{}
+			r.calls[t] = set
+		}
+		set.add(w)
+		return
 	}
-	set := r.targets[t]
+	if r.watching == nil {
+		r.byPID = make(map[gen.PID]*smallSet[plainWatcher])
+		r.targets = make(map[target]*smallSet[plainWatcher])
+		r.watching = make(map[gen.PID]*smallSet[watchEntry])
+	}
+	set := r.plain(t)
 	if set == nil {
-		set = &smallSet[watcher]{}
-		r.targets[t] = set
+		set = &smallSet[plainWatcher]{}
+		if byPID(t) {
+			r.byPID[t.pid] = set
+		} else {
+			r.targets[t] = set
+		}
 	}
-	set.add(w)
-	// A pending Call removes its own record when it returns, so it needs no
-	// entry for cleanup when its caller terminates.
-	if w.pid.Node == r.node.name && w.kind != relCall {
+	set.add(plainWatcher{w.pid, w.kind})
+	if w.pid.Node == r.node.name {
 		mine := r.watching[w.pid]
 		if mine == nil {
-			mine = &smallSet[relEntry]{}
+			mine = &smallSet[watchEntry]{}
 			r.watching[w.pid] = mine
 		}
-		mine.add(relEntry{t, w})
+		mine.add(watchEntry{t, w.kind})
 	}
+}
+
+// byPID reports whether t's monitors and links are kept in relations.byPID:
+// t names a process by its PID alone.
+func byPID(t target) bool { return t.isPID() && t == pidTarget(t.pid) }
+
+// plain returns the monitors and links of t, nil when it has none.
+func (r *relations) plain(t target) *smallSet[plainWatcher] {
+	if byPID(t) {
+		return r.byPID[t.pid]
+	}
+	return r.targets[t]
 }
 
 // remove deletes one record and reports whether it existed.
@@ -92,15 +147,29 @@ func (r *relations) remove(t target, w watcher) bool {
 }
 
 func (r *relations) removeLocked(t target, w watcher) bool {
-	set := r.targets[t]
-	if set == nil || !set.remove(w) {
+	if w.kind == relCall {
+		set := r.calls[t]
+		if set == nil || !set.remove(w) {
+			return false
+		}
+		if set.len() == 0 {
+			delete(r.calls, t)
+		}
+		return true
+	}
+	set := r.plain(t)
+	if set == nil || !set.remove(plainWatcher{w.pid, w.kind}) {
 		return false
 	}
 	if set.len() == 0 {
-		delete(r.targets, t)
+		if byPID(t) {
+			delete(r.byPID, t.pid)
+		} else {
+			delete(r.targets, t)
+		}
 	}
 	if mine := r.watching[w.pid]; mine != nil {
-		mine.remove(relEntry{t, w})
+		mine.remove(watchEntry{t, w.kind})
 		if mine.len() == 0 {
 			delete(r.watching, w.pid)
 		}
@@ -111,13 +180,16 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 // takeTargetLocked removes every watcher of t and appends them to out.
 // Called with r.mu held.
 func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
-	set := r.targets[t]
-	if set == nil {
-		return out
-	}
 	start := len(out)
-	for _, w := range set.appendTo(nil) {
-		out = append(out, relEntry{t, w})
+	if set := r.plain(t); set != nil {
+		for _, w := range set.appendTo(nil) {
+			out = append(out, relEntry{t, w.watcher()})
+		}
+	}
+	if set := r.calls[t]; set != nil {
+		for _, w := range set.appendTo(nil) {
+			out = append(out, relEntry{t, w})
+		}
 	}
 	for _, e := range out[start:] {
 		r.removeLocked(e.target, e.w)
@@ -145,14 +217,15 @@ func (r *relations) targetGone(p *process, reason error) {
 func (r *relations) forget(p *process) {
 	r.mu.Lock()
 	var remote []relEntry
-	var mine []relEntry
+	var mine []watchEntry
 	if set := r.watching[p.pid]; set != nil {
 		mine = set.appendTo(nil) // removeLocked edits the set
 	}
 	for _, e := range mine {
-		r.removeLocked(e.target, e.w)
-		if e.w.kind != relCall && r.node.isRemote(e.target) {
-			remote = append(remote, e)
+		w := watcher{pid: p.pid, kind: e.kind}
+		r.removeLocked(e.target, w)
+		if r.node.isRemote(e.target) {
+			remote = append(remote, relEntry{e.target, w})
 		}
 	}
 	r.mu.Unlock()
@@ -173,16 +246,32 @@ func (r *relations) nodeDown(name gen.Atom) {
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
-	var ws []watcher
+	classify := func(t target, w watcher) {
+		switch {
+		case t.node == name:
+			fired = append(fired, relEntry{t, w})
+		case w.pid.Node == name:
+			dropped = append(dropped, relEntry{t, w})
+		}
+	}
+	var ws []plainWatcher
+	for pid, set := range r.byPID {
+		ws = set.appendTo(ws[:0])
+		for _, w := range ws {
+			classify(pidTarget(pid), w.watcher())
+		}
+	}
 	for t, set := range r.targets {
 		ws = set.appendTo(ws[:0])
 		for _, w := range ws {
-			switch {
-			case t.node == name:
-				fired = append(fired, relEntry{t, w})
-			case w.pid.Node == name:
-				dropped = append(dropped, relEntry{t, w})
-			}
+			classify(t, w.watcher())
+		}
+	}
+	var cs []watcher
+	for t, set := range r.calls {
+		cs = set.appendTo(cs[:0])
+		for _, w := range cs {
+			classify(t, w)
 		}
 	}
 	for _, e := range fired {

@@ -35,7 +35,10 @@ func slogLevel(l gen.LogLevel) slog.Level {
 type logger struct {
 	level  atomic.Int32
 	parent *logger // the node's logger, whose level a default level follows
-	slog   *slog.Logger
+	// slog is made on first use, from the parent's and attrs: a process
+	// whose lines are all below the level never pays for its handler.
+	slog  atomic.Pointer[slog.Logger]
+	attrs func() []any // a child's own attributes, asked for when slog is made
 }
 
 func newNodeLogger(name gen.Atom, opts gen.LogOptions) *logger {
@@ -43,7 +46,8 @@ func newNodeLogger(name gen.Atom, opts gen.LogOptions) *logger {
 	if h == nil {
 		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug - 4})
 	}
-	l := &logger{slog: slog.New(h).With("node", string(name))}
+	l := &logger{}
+	l.slog.Store(slog.New(h).With("node", string(name)))
 	level := opts.Level
 	if level == gen.LogLevelDefault {
 		level = gen.LogLevelInfo
@@ -54,10 +58,22 @@ func newNodeLogger(name gen.Atom, opts gen.LogOptions) *logger {
 
 // child makes a logger with extra attributes that inherits this logger's
 // level unless level overrides it.
-func (l *logger) child(level gen.LogLevel, attrs ...any) *logger {
-	c := &logger{parent: l, slog: l.slog.With(attrs...)}
+func (l *logger) child(level gen.LogLevel, attrs func() []any) *logger {
+	c := &logger{parent: l, attrs: attrs}
 	c.level.Store(int32(level))
 	return c
+}
+
+// sl returns the slog.Logger, making a child's on first use.
+func (l *logger) sl() *slog.Logger {
+	if s := l.slog.Load(); s != nil {
+		return s
+	}
+	s := l.parent.sl().With(l.attrs()...)
+	if !l.slog.CompareAndSwap(nil, s) {
+		return l.slog.Load()
+	}
+	return s
 }
 
 func (l *logger) Level() gen.LogLevel {
@@ -85,10 +101,11 @@ func (l *logger) write(level gen.LogLevel, format string, args []any) {
 		return
 	}
 	sl := slogLevel(level)
-	if !l.slog.Enabled(context.Background(), sl) {
+	s := l.sl()
+	if !s.Enabled(context.Background(), sl) {
 		return
 	}
-	l.slog.Log(context.Background(), sl, fmt.Sprintf(format, args...))
+	s.Log(context.Background(), sl, fmt.Sprintf(format, args...))
 }
 
 func (l *logger) Trace(format string, args ...any)   { l.write(gen.LogLevelTrace, format, args) }
@@ -97,7 +114,7 @@ func (l *logger) Info(format string, args ...any)    { l.write(gen.LogLevelInfo,
 func (l *logger) Warning(format string, args ...any) { l.write(gen.LogLevelWarning, format, args) }
 func (l *logger) Error(format string, args ...any)   { l.write(gen.LogLevelError, format, args) }
 func (l *logger) Panic(format string, args ...any)   { l.write(gen.LogLevelPanic, format, args) }
-func (l *logger) Logger() *slog.Logger               { return l.slog }
+func (l *logger) Logger() *slog.Logger               { return l.sl() }
 
 // The budget of one repeated-failure log site: at most logBurst lines per
 // logWindow. Lines past it are counted instead, and the site's first line

@@ -71,7 +71,7 @@ func (r *ring) grow() {
 // left to the garbage collector).
 const (
 	minRing     = 8
-	keptRing    = 64
+	keptRing    = 16
 	ringClasses = 14 // minRing up to minRing<<13: 8 to 64 Ki slots
 )
 

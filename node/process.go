@@ -131,15 +131,20 @@ func (p *process) Log() gen.Log {
 	if l := p.log.Load(); l != nil {
 		return l
 	}
-	attrs := []any{"pid", p.pid.String()}
-	if p.name != "" {
-		attrs = append(attrs, "name", string(p.name))
-	}
-	l := p.node.log.child(p.logLevel, attrs...)
+	l := p.node.log.child(p.logLevel, p.logAttrs)
 	if !p.log.CompareAndSwap(nil, l) {
 		return p.log.Load()
 	}
 	return l
+}
+
+// logAttrs are the attributes of p's log lines.
+func (p *process) logAttrs() []any {
+	attrs := []any{"pid", p.pid.String()}
+	if p.name != "" {
+		attrs = append(attrs, "name", string(p.name))
+	}
+	return attrs
 }
 
 func (p *process) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {

@@ -335,7 +335,7 @@ func (c *Core) memberStatus(p *peer) MemberStatus {
 	}
 	ms := MemberStatus{
 		Node: p.id.Node, ProcessID: p.id, PID: p.pid, InView: c.view.has(p.id.Node), Declared: p.declared,
-		UnreachableSince: p.unreachableSince, SendError: sendErr, Started: p.started,
+		UnreachableSince: p.unreachableSince, SendError: sendErr, Started: p.started(),
 	}
 	if c.role == RoleLeader && ms.InView {
 		ms.Acked = p.acked
@@ -397,7 +397,7 @@ func (c *Core) Status(now time.Time) Status {
 		ElectionTimeoutMin:    c.cfg.ElectionTimeoutMin,
 		ElectionTimeoutMax:    c.cfg.ElectionTimeoutMax,
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,
-		Dropped:               maps.Clone(c.stats.dropped),
+		Dropped:               droppedCopy(c.stats.dropped),
 		ConfirmDenied:         c.stats.confirmDenied,
 		LastDeniedAt:          c.stats.lastDeniedAt,
 		LastDenyError:         c.lastDenied,
@@ -431,4 +431,13 @@ func (c *Core) Status(now time.Time) Status {
 		}
 	}
 	return s
+}
+
+// droppedCopy copies the dropped counters for Status: an empty map, never
+// nil, while nothing was dropped (the counters are made on first drop).
+func droppedCopy(d map[string]uint64) map[string]uint64 {
+	if d == nil {
+		return map[string]uint64{}
+	}
+	return maps.Clone(d)
 }

@@ -73,11 +73,11 @@ func (d *deferredRequest) appendKey(b []byte, cfg Config, now time.Time) []byte 
 }
 
 func (t peerTable) clone() peerTable {
-	n := peerTable{byNode: make(map[gen.Atom]*peer, len(t.byNode)), sorted: slices.Clone(t.sorted)}
-	copies := make([]peer, 0, len(t.byNode)) // one allocation for all
-	for node, p := range t.byNode {
-		copies = append(copies, *p) // a peer holds values only
-		n.byNode[node] = &copies[len(copies)-1]
+	n := peerTable{sorted: slices.Clone(t.sorted), list: make([]*peer, len(t.list))}
+	copies := make([]peer, len(t.list)) // one allocation for all
+	for i, p := range t.list {
+		copies[i] = *p // a peer holds values only
+		n.list[i] = &copies[i]
 	}
 	return n
 }
@@ -172,12 +172,12 @@ func (t peerTable) appendKey(b []byte, cfg Config, now time.Time) []byte {
 	window := cfg.evidenceWindow()
 	admit := 2 * cfg.ElectionTimeoutMax // Core.admitWindow
 	b = binary.AppendUvarint(b, uint64(len(t.sorted)))
-	for _, node := range t.sorted {
-		p := t.byNode[node]
+	for i, node := range t.sorted {
+		p := t.list[i]
 		b = appendString(b, string(node))
 		b = appendProcessID(b, p.id)
 		b = appendPID(b, p.pid)
-		b = binary.AppendVarint(b, startedNanos(p.started))
+		b = binary.AppendVarint(b, p.startedNanos)
 		b = appendStamp(b, p.acked)
 		b = binary.AppendUvarint(b, p.ackedTerm)
 		b = appendPID(b, p.endedPID)

@@ -86,7 +86,7 @@ var stateFields = map[string]string{
 	"ViewKey.Term":      "value; keyed",
 	"ViewKey.Epoch":     "value; keyed",
 
-	"peerTable.byNode": "deep copy; keyed peer by peer",
+	"peerTable.list":   "deep copy; keyed peer by peer",
 	"peerTable.sorted": "cloned; keyed as the peers' order",
 
 	"peer.id":               "value; keyed",
@@ -99,7 +99,7 @@ var stateFields = map[string]string{
 	"peer.lastSend":         "value; keyed as set and as evidence at now",
 	"peer.sendFailing":      "value; keyed",
 	"peer.lastSendErr":      "shared immutable error; not keyed: inspection only",
-	"peer.started":          "value; keyed: an identity, not a clock reading",
+	"peer.startedNanos":     "value; keyed: an identity, not a clock reading",
 	"peer.steadySince":      "value; keyed as set and as steady for PreferStableFor at now",
 	"peer.acked":            "value; keyed",
 	"peer.ackedTerm":        "value; keyed",

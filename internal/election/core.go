@@ -38,7 +38,8 @@ type Core struct {
 	// sticky period: they are neither probed nor admitted meanwhile.
 	withdrawn map[gen.Atom]time.Time
 	// removals are nodes Leave asked to remove, forwarded to the leader until
-	// the view no longer holds them.
+	// the view no longer holds them. Both maps are made on first write
+	// (markRemoval): most members never withdraw anyone.
 	removals map[gen.Atom]bool
 	// outside is the agreed cluster this member has heard of without being in
 	// its view: it asks that cluster's leader to admit it instead of forming
@@ -172,9 +173,6 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		view:          hs.View.clone(),
 		termChangedAt: now,
 		peers:         newPeerTable(),
-		withdrawn:     map[gen.Atom]time.Time{},
-		removals:      map[gen.Atom]bool{},
-		stats:         counters{dropped: map[string]uint64{}},
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
@@ -205,7 +203,21 @@ func (v *View) members() []gen.ProcessID {
 	return v.Members
 }
 
-func (c *Core) drop(reason string) { c.stats.dropped[reason]++ }
+// drop counts an input dropped for reason; the map is made on first use.
+func (c *Core) drop(reason string) {
+	if c.stats.dropped == nil {
+		c.stats.dropped = map[string]uint64{}
+	}
+	c.stats.dropped[reason]++
+}
+
+// markRemoval records node among the removals Leave asked for.
+func (c *Core) markRemoval(node gen.Atom) {
+	if c.removals == nil {
+		c.removals = map[gen.Atom]bool{}
+	}
+	c.removals[node] = true
+}
 
 func (c *Core) effect(e Effect) { c.ready.Effects = append(c.ready.Effects, e) }
 

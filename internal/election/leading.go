@@ -236,7 +236,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 	if c.lead.removes[c.cfg.Self.Node] != "" {
 		// A leader never removes itself: it hands over, and asks its
 		// successor to remove it.
-		c.removals[c.cfg.Self.Node] = true
+		c.markRemoval(c.cfg.Self.Node)
 		c.armProbe()
 		if to, ok := c.handOverCandidate(now); ok {
 			c.handOver(now, to, false)

@@ -153,6 +153,9 @@ func (c *Core) leave(now time.Time, node gen.Atom) error {
 	if node == c.cfg.Self.Node {
 		return fmt.Errorf("election: leave %s: a member cannot withdraw itself: %w", node, gen.ErrIncorrect)
 	}
+	if c.withdrawn == nil {
+		c.withdrawn = map[gen.Atom]time.Time{}
+	}
 	c.withdrawn[node] = now.Add(c.cfg.ElectionTimeoutMax)
 	if p := c.peers.get(node); p != nil {
 		p.declared = false
@@ -161,7 +164,7 @@ func (c *Core) leave(now time.Time, node gen.Atom) error {
 		delete(c.lead.adds, node)
 	}
 	if c.view.has(node) {
-		c.removals[node] = true
+		c.markRemoval(node)
 		c.requestRemove(now, node, "withdrawn by Leave")
 	}
 	c.armProbe()

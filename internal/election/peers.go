@@ -8,22 +8,28 @@ import (
 )
 
 // peer is another member this one knows of, keyed by node: a member of its
-// view, a peer it declared (Bootstrap, Join), or one that contacted it.
+// view, a peer it declared (Bootstrap, Join), or one that contacted it. A
+// member holds one per peer, so the fields are laid out to fit a smaller
+// allocation: the flags together, the start time as its wire nanoseconds.
 type peer struct {
 	id  gen.ProcessID
 	pid gen.PID // zero until it answers, and again once its connection drops
 	// declared: named by Bootstrap or Join.
 	declared bool
 	// answered: it has sent a valid protocol message.
-	answered bool
+	answered    bool
+	sendFailing bool // the shell reported the last send to it failed
+	// declines: its last acknowledgement said it would not take leadership.
+	declines bool
 	// unreachableSince is non-zero while its connection is down.
 	unreachableSince time.Time
 	lastInbound      time.Time // last valid protocol message from it
 	lastReply        time.Time // last vote answer or heartbeat ack from it
 	lastSend         time.Time // last message generated for it
-	sendFailing      bool      // the shell reported the last send to it failed
-	lastSendErr      error     // why, for inspection
-	started          time.Time // its start time, from its messages; zero when unknown
+	lastSendErr      error     // why the last send failed, for inspection
+	// startedNanos is its start time, from its messages, as they carry it
+	// (startedNanos); zero when unknown. See started.
+	startedNanos int64
 	// steadySince starts its current run of replies, each within the
 	// evidence window of the one before; zero when the run is broken.
 	steadySince time.Time
@@ -40,11 +46,12 @@ type peer struct {
 	// end (not a lost connection); a leader removes such a member at once.
 	ended    string
 	endedPID gen.PID
-	// declines: its last acknowledgement said it would not take leadership.
-	declines bool
 	// reported is the PID last reported to HandlePeerJoined, zero when none.
 	reported gen.PID
 }
+
+// started is p's start time, zero when unknown.
+func (p *peer) started() time.Time { return startedTime(p.startedNanos) }
 
 // target is where to send to p: its PID when known, else its name.
 func (p *peer) target(msg any) Outbound {
@@ -85,38 +92,43 @@ func (p *peer) silentFor(now time.Time) time.Duration {
 }
 
 // peerTable holds the known peers with their nodes kept sorted, so every
-// loop over them is deterministic.
+// loop over them is deterministic. A peer is found by binary search: a
+// member knows a few peers, for which a map would cost several times the
+// two slices.
 type peerTable struct {
-	byNode map[gen.Atom]*peer
-	// sorted is replaced, never changed in place, so a loop over it may add
-	// or remove peers.
+	// sorted holds the peers' nodes in order, list the peers in the same
+	// order. Both are replaced, never changed in place, so a loop over
+	// them may add or remove peers.
 	sorted []gen.Atom
+	list   []*peer
 }
 
-func newPeerTable() peerTable { return peerTable{byNode: map[gen.Atom]*peer{}} }
+func newPeerTable() peerTable { return peerTable{} }
 
-func (t *peerTable) get(node gen.Atom) *peer { return t.byNode[node] }
+func (t *peerTable) get(node gen.Atom) *peer {
+	if i, found := slices.BinarySearch(t.sorted, node); found {
+		return t.list[i]
+	}
+	return nil
+}
 
 // ensure returns the peer on node, adding it under id when unknown.
 func (t *peerTable) ensure(id gen.ProcessID) *peer {
-	if p := t.byNode[id.Node]; p != nil {
-		return p
+	i, found := slices.BinarySearch(t.sorted, id.Node)
+	if found {
+		return t.list[i]
 	}
 	p := &peer{id: id}
-	t.byNode[id.Node] = p
-	i, _ := slices.BinarySearch(t.sorted, id.Node)
 	t.sorted = slices.Insert(slices.Clip(t.sorted), i, id.Node)
+	t.list = slices.Insert(slices.Clip(t.list), i, p)
 	return p
 }
 
 // remove forgets node.
 func (t *peerTable) remove(node gen.Atom) {
-	if _, ok := t.byNode[node]; !ok {
-		return
-	}
-	delete(t.byNode, node)
 	if i, found := slices.BinarySearch(t.sorted, node); found {
 		t.sorted = slices.Concat(t.sorted[:i], t.sorted[i+1:])
+		t.list = slices.Concat(t.list[:i], t.list[i+1:])
 	}
 }
 
@@ -125,7 +137,7 @@ func (t *peerTable) nodes() []gen.Atom { return t.sorted }
 
 // byPID finds the peer currently known by pid.
 func (t *peerTable) byPID(pid gen.PID) *peer {
-	if p := t.byNode[pid.Node]; p != nil && p.pid == pid {
+	if p := t.get(pid.Node); p != nil && p.pid == pid {
 		return p
 	}
 	return nil

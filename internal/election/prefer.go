@@ -114,7 +114,7 @@ func (c *Core) selfCandidate() Candidate {
 }
 
 func (p *peer) candidate() Candidate {
-	return Candidate{Node: p.id.Node, ProcessID: p.id, Started: p.started}
+	return Candidate{Node: p.id.Node, ProcessID: p.id, Started: p.started()}
 }
 
 // learnStarted records a member's start time from one of its messages; a new
@@ -123,8 +123,8 @@ func (p *peer) learnStarted(nanos int64) {
 	if nanos == 0 {
 		return
 	}
-	if t := startedTime(nanos); !t.Equal(p.started) {
-		p.started = t
+	if nanos != p.startedNanos {
+		p.startedNanos = nanos
 		p.steadySince = time.Time{}
 	}
 }
@@ -157,7 +157,7 @@ func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
 		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, now, window) || c.avoided(m.Node, now) {
 			continue
 		}
-		if pref.Kind == PreferOldest && p.started.IsZero() {
+		if pref.Kind == PreferOldest && p.startedNanos == 0 {
 			continue
 		}
 		if cand := p.candidate(); pref.Prefers(cand, bestCand) {

@@ -64,7 +64,7 @@ func (c *Core) SteadyAnswer(now time.Time) (SteadyAnswer, bool) {
 	hb := MessageHeartbeat{
 		Header: Header{
 			ClusterID: c.cfg.ClusterID, Term: c.term, From: c.leaderID,
-			Started: startedNanos(p.started), View: c.view.Stamp,
+			Started: p.startedNanos, View: c.view.Stamp,
 		},
 		Committed: c.committed,
 	}
