@@ -57,9 +57,16 @@ func TestMetricsShowNetworkRejections(t *testing.T) {
 
 func TestMetricsShowTrafficAndTheCoalescer(t *testing.T) {
 	c := startCluster(t, "traffic", 3)
-	c.healthy(t, 0)
-	s := serve(t, c.nodes[0])
+	report := c.healthy(t, 0)
+	// A follower's node: its coalescer answers the leader's heartbeats.
 	n := c.nodes[0]
+	for _, nd := range c.nodes {
+		if string(nd.Name()) != report.Leader {
+			n = nd
+			break
+		}
+	}
+	s := serve(t, n)
 	require.Eventually(t, func() bool {
 		families, err := scrape(s)
 		if err != nil {
