@@ -456,6 +456,11 @@ type steadyReply struct {
 	election.SteadyAnswer
 	route  CoalescedRoute
 	linger time.Duration
+	// since is when the answer was given (the time passed to
+	// Core.SteadyAnswer), on the shell's clock. The promise holds from then
+	// on only: a heartbeat whose arrival the coalescer read earlier is held
+	// as arriving then.
+	since time.Duration
 }
 
 // maxHeldAcks and maxHeldBeats bound what one inbox holds for a member that
@@ -548,7 +553,7 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	if !c.enqueueMode(from.Node, nil, &ack, ib.steady.linger, false) {
 		return false
 	}
-	ib.beats = append(ib.beats, sinceEpoch(at))
+	ib.beats = append(ib.beats, max(sinceEpoch(at), ib.steady.since))
 	c.stats.answered.Add(1)
 	return true
 }

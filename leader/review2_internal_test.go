@@ -97,3 +97,33 @@ func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 	}
 	<-withdrawn
 }
+
+// A heartbeat is never held as arriving before the steady answer it was
+// answered with was given: the coalescer process reads the clock once per
+// batch, before it looks at the inbox, so without a bound a batch read
+// before the follower published would be stepped before the answer's time,
+// where the core's promise does not hold (election
+// TestSteadyAnswerDoesNotHoldBeforeItWasGiven). Found by the second
+// adversarial review of a11e04c.
+func TestAHeartbeatAnsweredAheadIsNeverHeldBeforeTheAnswer(t *testing.T) {
+	c := &coalescer{inboxes: map[gen.PID]*inbox{}, out: map[gen.Atom]*outbox{}}
+	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
+	c.pid.Store(&running)
+	defer c.stop()
+	leaderPID := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	beat := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
+	ib := &inbox{}
+	c.addInbox(follower, ib)
+	read := time.Now() // the coalescer process reads the clock for its batch
+	given := read.Add(time.Millisecond)
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Timeout: time.Second},
+		linger: time.Hour, since: sinceEpoch(given)}) // then the follower publishes
+	if !c.answer(follower, leaderPID, read, &beat) {
+		t.Fatal("not answered")
+	}
+	_, beats := ib.take()
+	if len(beats) != 1 || beats[0] < sinceEpoch(given) {
+		t.Errorf("held %v, before the answer was given at %v", beats, sinceEpoch(given))
+	}
+}
