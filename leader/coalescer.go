@@ -247,6 +247,15 @@ func (c *coalescer) running() bool { return c.pid.Load() != nil }
 // coalescer cannot take it (its process is not running, so neither could a
 // peer's reach this node): the member then sends directly.
 func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration) bool {
+	return c.enqueueMode(dest, hb, ack, linger, true)
+}
+
+// enqueueMode is enqueue; inline says a full outbox is flushed by the
+// caller. The coalescer process answering ahead passes false: it holds an
+// inbox lock and takes every node's batches, so it must never wait on a
+// send (SendQueueWait) to one node; its full outbox is flushed at once by
+// the outbox's timer instead.
+func (c *coalescer) enqueueMode(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration, inline bool) bool {
 	if !c.running() {
 		return false
 	}
@@ -262,7 +271,17 @@ func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *Coalesce
 		ob.acks = append(ob.acks, *ack)
 	}
 	full := len(ob.heartbeats)+len(ob.acks) >= maxBatchEntries
-	if !full && !ob.scheduled {
+	switch {
+	case full && !inline:
+		// Flushed now, on the timer's goroutine.
+		ob.scheduled = true
+		if ob.timer == nil {
+			ob.timer = time.AfterFunc(0, func() { c.flush(dest) })
+		} else {
+			ob.timer.Reset(0)
+		}
+		full = false
+	case !full && !ob.scheduled:
 		ob.scheduled = true
 		if ob.timer == nil {
 			ob.timer = time.AfterFunc(linger, func() { c.flush(dest) })
@@ -437,6 +456,11 @@ type steadyReply struct {
 	election.SteadyAnswer
 	route  CoalescedRoute
 	linger time.Duration
+	// since is when the answer was given (the time passed to
+	// Core.SteadyAnswer), on the shell's clock. The promise holds from then
+	// on only: a heartbeat whose arrival the coalescer read earlier is held
+	// as arriving then.
+	since time.Duration
 }
 
 // maxHeldAcks and maxHeldBeats bound what one inbox holds for a member that
@@ -526,10 +550,10 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	}
 	ack := CoalescedAck{CoalescedRoute: ib.steady.route, Message: ib.steady.Ack}
 	ack.Message.From.Node = "" // the frame says where the sender is
-	if !c.enqueue(from.Node, nil, &ack, ib.steady.linger) {
+	if !c.enqueueMode(from.Node, nil, &ack, ib.steady.linger, false) {
 		return false
 	}
-	ib.beats = append(ib.beats, sinceEpoch(at))
+	ib.beats = append(ib.beats, max(sinceEpoch(at), ib.steady.since))
 	c.stats.answered.Add(1)
 	return true
 }

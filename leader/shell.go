@@ -308,7 +308,8 @@ func (a *Actor) publishSteady() {
 	if !a.coalesce || a.fatal != nil {
 		return
 	}
-	sa, ok := a.core.SteadyAnswer(time.Now())
+	now := time.Now()
+	sa, ok := a.core.SteadyAnswer(now)
 	self := a.PID()
 	if !ok || sa.Leader.Node == self.Node {
 		return
@@ -317,6 +318,7 @@ func (a *Actor) publishSteady() {
 		SteadyAnswer: sa,
 		route:        CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: sa.Leader.ID, ToCreation: sa.Leader.Creation},
 		linger:       a.linger,
+		since:        sinceEpoch(now),
 	})
 	a.answering = true
 }
