@@ -312,8 +312,6 @@ func (g *heartbeatGrid) fire() {
 	g.mu.Unlock()
 }
 
-
-
 // fire is the Go timer's callback: it wakes the actor when the deadline has
 // come, re-arms for the rest when it moved later, and does nothing for a
 // firing that a reset made stale or a cancel made moot.

@@ -41,8 +41,8 @@ func (n *stalledNode) Send(to any, message any) error {
 // other leader to every member of this node are neither answered nor
 // delivered. Before this change the coalescer process never sent anything
 // while receiving, and a full outbox was flushed by the member whose entry
-// filled it, holding no lock. Found by the second adversarial review of
-// a11e04c.
+// filled it, holding no lock. Found by the adversarial review of
+// answering ahead.
 func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 	node := &stalledNode{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	c := newCoalescer(node)
@@ -103,8 +103,8 @@ func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 // batch, before it looks at the inbox, so without a bound a batch read
 // before the follower published would be stepped before the answer's time,
 // where the core's promise does not hold (election
-// TestSteadyAnswerDoesNotHoldBeforeItWasGiven). Found by the second
-// adversarial review of a11e04c.
+// TestSteadyAnswerDoesNotHoldBeforeItWasGiven). Found by the
+// adversarial review of answering ahead.
 func TestAHeartbeatAnsweredAheadIsNeverHeldBeforeTheAnswer(t *testing.T) {
 	c := &coalescer{inboxes: map[gen.PID]*inbox{}, out: map[gen.Atom]*outbox{}}
 	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
