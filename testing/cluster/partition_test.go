@@ -100,33 +100,36 @@ func TestIsolatedLeaderStepsDown(t *testing.T) {
 }
 
 // PreVote: a follower cut off for ten election timeouts cannot disrupt the
-// cluster when it returns; with PreVote disabled it comes back with a
-// higher term and forces an election.
+// cluster when it returns, because it never raised its term while cut off;
+// with PreVote disabled it comes back with a higher term and forces an
+// election. (Whether the majority keeps its leader meanwhile is not this
+// rule's: a process stall longer than the evidence window makes a leader
+// step down, the safe way, with or without PreVote.)
 func TestPreVoteKeepsAnIsolatedFollowerFromDisrupting(t *testing.T) {
-	isolateFollower := func(t *testing.T, disable bool) (before, after uint64, leaderBefore, leaderAfter int) {
+	isolateFollower := func(t *testing.T, disable bool) (before, isolated, after uint64) {
 		c := start(t, cluster.Config{Size: 5, HoldDials: holdDials, Options: docOptions(disable)})
-		leaderBefore = waitLeader(t, c)
-		before = term(t, c, leaderBefore)
-		f := others(c, leaderBefore)[0]
+		l := waitLeader(t, c)
+		before = term(t, c, l)
+		f := others(c, l)[0]
 		require.NoError(t, c.Isolate(f))
 		require.Eventually(t, func() bool { return item(c, f, "ergo:leader_node") == "" }, settle, poll)
 		assert.Never(t, func() bool { return item(c, f, "ergo:state") == "leader" }, 10*electionTimeoutMax, poll,
 			"an isolated follower cannot win")
+		isolated = term(t, c, f)
 		require.NoError(t, c.Heal())
-		leaderAfter = waitLeader(t, c)
-		after = term(t, c, leaderAfter)
+		after = term(t, c, waitLeader(t, c))
 		require.NoError(t, c.Check())
-		return before, after, leaderBefore, leaderAfter
+		return before, isolated, after
 	}
-	t.Run("with PreVote, the leader and the term stay as they were", func(t *testing.T) {
-		before, after, lb, la := isolateFollower(t, false)
-		assert.Equal(t, lb, la)
-		assert.Equal(t, before, after)
+	t.Run("with PreVote, the isolated follower's term stays as it was", func(t *testing.T) {
+		before, isolated, after := isolateFollower(t, false)
+		assert.Equal(t, before, isolated, "cut off, the follower never raised its term, so it has none to force on the cluster")
 		t.Logf("terms consumed with PreVote: %d", after-before)
 	})
 	t.Run("without PreVote, the returning follower's term forces a new election", func(t *testing.T) {
-		before, after, _, _ := isolateFollower(t, true)
-		assert.Greater(t, after, before+1, "the isolated follower campaigned on its own, raising its term each time")
+		before, isolated, after := isolateFollower(t, true)
+		assert.Greater(t, isolated, before+1, "the isolated follower campaigned on its own, raising its term each time")
+		assert.GreaterOrEqual(t, after, isolated, "its term forced the cluster past its own")
 		t.Logf("terms consumed without PreVote: %d", after-before)
 	})
 }
