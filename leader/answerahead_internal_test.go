@@ -29,6 +29,20 @@ func (n *stalledNode) Send(to any, message any) error {
 	return nil
 }
 
+// runningCoalescer is a coalescer on node whose process runs, and the
+// heartbeat that a leader on p@h sends its followers on node, which they
+// answer ahead. Entries wait for an hour's linger: nothing is flushed unless
+// a test fills an outbox.
+func runningCoalescer(t *testing.T, node gen.Node) (*coalescer, gen.PID, election.MessageHeartbeat) {
+	c := newCoalescer(node)
+	running := gen.PID{Node: node.Name(), ID: 1, Creation: 1}
+	c.pid.Store(&running)
+	t.Cleanup(c.stop)
+	leaderPID := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	beat := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	return c, leaderPID, beat
+}
+
 // Answering ahead runs on the node's coalescer process and holds the
 // follower's inbox lock while it enqueues the answer. An outbox that the
 // answer fills (maxBatchEntries) is flushed right there, so the coalescer
@@ -45,12 +59,7 @@ func (n *stalledNode) Send(to any, message any) error {
 // answering ahead.
 func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 	node := &stalledNode{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	c := newCoalescer(node)
-	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
-	c.pid.Store(&running)
-	defer c.stop()
-	leaderPID := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	beat := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	c, leaderPID, beat := runningCoalescer(t, node)
 	// Other members' entries for the leader's node, one short of a full
 	// outbox (an hour's linger: no timer flushes them meanwhile).
 	for i := range maxBatchEntries - 1 {
@@ -106,12 +115,7 @@ func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 // TestSteadyAnswerDoesNotHoldBeforeItWasGiven). Found by the
 // adversarial review of answering ahead.
 func TestAHeartbeatAnsweredAheadIsNeverHeldBeforeTheAnswer(t *testing.T) {
-	c := &coalescer{inboxes: map[gen.PID]*inbox{}, out: map[gen.Atom]*outbox{}}
-	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
-	c.pid.Store(&running)
-	defer c.stop()
-	leaderPID := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	beat := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	c, leaderPID, beat := runningCoalescer(t, &stalledNode{})
 	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
 	ib := &inbox{}
 	c.addInbox(follower, ib)

@@ -119,18 +119,12 @@ func TestCoalescerCountsAFullMailboxApartFromAGoneMember(t *testing.T) {
 // nobody will read again, counted as held and nothing else. Found by the
 // second adversarial review (acknowledgements).
 func TestNoAcknowledgementIsHeldInARemovedInbox(t *testing.T) {
-	c := &coalescer{inboxes: map[gen.PID]*inbox{}, out: map[gen.Atom]*outbox{}}
-	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
-	c.pid.Store(&running)
-	defer c.stop()
-	leaderPID := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	beat := MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	c, leaderPID, beat := runningCoalescer(t, &stalledNode{})
 	var stranded int
 	for i := range 2000 {
 		pid := gen.PID{Node: "n@h", ID: uint64(i + 2), Creation: 1}
 		ib := &inbox{}
 		ib.ticking.Store(true)
-		// An hour's linger: nothing is flushed (and no node is needed) while the test runs.
 		ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat}, linger: time.Hour})
 		c.addInbox(pid, ib)
 		done, started := make(chan struct{}), make(chan struct{})

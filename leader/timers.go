@@ -234,8 +234,6 @@ type heartbeatGrid struct {
 	due  map[*shellTimer]gridEntry
 	next time.Duration
 	rt   *time.Timer
-	// ready is fire's scratch list, reused.
-	ready []gridFiring
 }
 
 // gridFiring is a due timer of a heartbeatGrid with its owner.
@@ -285,7 +283,8 @@ func (g *heartbeatGrid) remove(t *shellTimer) {
 func (g *heartbeatGrid) fire() {
 	g.mu.Lock()
 	now := sinceEpoch(time.Now())
-	ready, next := g.ready[:0], time.Duration(0)
+	var ready []gridFiring
+	next := time.Duration(0)
 	for t, e := range g.due {
 		switch {
 		case e.at <= now:
@@ -299,17 +298,10 @@ func (g *heartbeatGrid) fire() {
 	if next != 0 {
 		g.rt.Reset(next - now)
 	}
-	g.ready = nil // a firing that overlaps this one makes its own list
 	g.mu.Unlock()
 	for _, f := range ready {
 		f.timer.fire(f.owner, election.TimerHeartbeat)
 	}
-	clear(ready)
-	g.mu.Lock()
-	if g.ready == nil {
-		g.ready = ready[:0]
-	}
-	g.mu.Unlock()
 }
 
 // fire is the Go timer's callback: it wakes the actor when the deadline has
