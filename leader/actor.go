@@ -96,6 +96,9 @@ type Actor struct {
 	// two messages); replaying, that the core's next acknowledgement to
 	// that answer's leader repeats one the coalescer sent ahead (stepHeld).
 	answering, replaying bool
+	// beating says the steady beat in the inbox is published (between two
+	// messages; coalescer.go, rule 7).
+	beating bool
 }
 
 // ProcessInit binds the actor to its process, calls Init, validates and
@@ -149,6 +152,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.coalesce = !options.DisableHeartbeatCoalescing
 	a.linger = lingerFor(cfg.HeartbeatInterval)
 	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
+	a.timerOwner.coal = a.share.coal
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {

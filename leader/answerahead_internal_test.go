@@ -126,7 +126,7 @@ func TestAHeartbeatAnsweredAheadIsNeverHeldBeforeTheAnswer(t *testing.T) {
 	if !c.answer(follower, leaderPID, read, &beat) {
 		t.Fatal("not answered")
 	}
-	_, beats := ib.take()
+	_, beats, _ := ib.take()
 	if len(beats) != 1 || beats[0] < sinceEpoch(given) {
 		t.Errorf("held %v, before the answer was given at %v", beats, sinceEpoch(given))
 	}

@@ -66,6 +66,19 @@ import (
 //     the same times; the follower's core sees every heartbeat, in order,
 //     before any later input; a follower that hears its leader wakes about
 //     once per election timeout instead of once per heartbeat.
+//  7. Beating ahead: after each message it handled, a leader publishes in
+//     its inbox its steady beat (election.Core.SteadyBeat), and withdraws
+//     it, under the inbox's lock, before it steps anything else. While it
+//     stands, the leader's heartbeat timer sends each tick's heartbeats to
+//     the outboxes itself (timers.go, rule 7) and the coalescer takes each
+//     member's expected acknowledgement (counting it and keeping the last
+//     arrival), under the beat's two rules: an acknowledgement within the
+//     window of the member's one before, a tick while every member replied
+//     within the window and before the beat's end. Anything else is handed
+//     to the leader as rules 3 and 4 say, and stops the beat. The leader
+//     catches up on what was done (election.Core.CatchUp) first thing on its
+//     next wake-up, before what its inbox holds; a steady leader wakes for
+//     what changes something, not once per tick.
 //
 // A frame's sender node is the node its envelope names, which the runtime
 // checks against the peer of the connection it came on (a frame naming a
@@ -174,9 +187,14 @@ type CoalescerStats struct {
 	// the heartbeats answered with their follower's steady answer and held
 	// for its next wake-up (rule 6).
 	FramesIn, EntriesIn, Deliveries, Held, Answered uint64
+	// BeatenAhead counts the heartbeat ticks of steady leaders sent on
+	// their behalf without waking them, Taken the acknowledgements taken
+	// for them meanwhile (rule 7).
+	BeatenAhead, Taken uint64
 	// Mismatched counts heartbeats answered ahead whose follower, stepping
-	// them later, sent another answer (sent too): 0 unless the core breaks
-	// the promise of election.Core.SteadyAnswer.
+	// them later, sent another answer (sent too), and catch-ups on a steady
+	// beat its leader's core refused: 0 unless the core breaks the promise
+	// of election.Core.SteadyAnswer or SteadyBeat.
 	Mismatched uint64
 	// Dropped counts entries (and unexpected messages) dropped, by reason.
 	Dropped map[string]uint64
@@ -188,6 +206,7 @@ type coalescerCounters struct {
 	framesOut, entriesOut, flushes, failedFrames atomic.Uint64
 	framesIn, entriesIn, deliveries, held        atomic.Uint64
 	answered, mismatched                         atomic.Uint64
+	beatenAhead, taken                           atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -405,6 +424,7 @@ func (c *coalescer) Stats() CoalescerStats {
 		FramesIn: c.stats.framesIn.Load(), EntriesIn: c.stats.entriesIn.Load(),
 		Deliveries: c.stats.deliveries.Load(), Held: c.stats.held.Load(),
 		Answered: c.stats.answered.Load(), Mismatched: c.stats.mismatched.Load(),
+		BeatenAhead: c.stats.beatenAhead.Load(), Taken: c.stats.taken.Load(),
 		Dropped: make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
@@ -447,6 +467,14 @@ type inbox struct {
 	// writes it, so the member reads it without the lock.
 	answering bool
 	steady    steadyReply
+	// beat is the member's steady beat as leader, usable while beating is
+	// set, published and withdrawn as steady is (rule 7); ahead is what
+	// was done under it since, for the member to catch up on. Only the
+	// member writes beat; ahead is written under mu by the coalescer and
+	// the heartbeat timer, and taken by the member.
+	beating bool
+	beat    steadyBeat
+	ahead   beatenAhead
 }
 
 // steadyReply is a member's steady answer with what the coalescer needs to
@@ -499,6 +527,8 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 		ib.mu.Lock()
 		n := len(ib.acks) + len(ib.beats)
 		ib.acks, ib.beats, ib.spareAcks, ib.spareBeats, ib.closed, ib.answering = nil, nil, nil, nil, true, false
+		n += ib.ahead.entries()
+		ib.beating, ib.ahead = false, beatenAhead{}
 		ib.mu.Unlock()
 		if n > 0 {
 			c.stats.drop(dropGone, uint64(n))
@@ -526,6 +556,10 @@ func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.
 		// Its member ended since the look-up: deliver, which counts it
 		// gone. Or it holds enough: deliver, which wakes it.
 		return false
+	}
+	if ib.takeAck(from, at, ack) {
+		c.stats.taken.Add(1)
+		return true
 	}
 	ib.acks = append(ib.acks, heldAck{from: from, at: at, ack: *ack})
 	c.stats.held.Add(1)
@@ -585,14 +619,17 @@ func (ib *inbox) heardUntil() (time.Duration, bool) {
 	return ib.beats[len(ib.beats)-1] + ib.steady.Timeout, true
 }
 
-// take removes and returns what the inbox holds, each kind in arrival order.
-func (ib *inbox) take() ([]heldAck, []time.Duration) {
+// take removes and returns what the inbox holds, each kind in arrival
+// order, and what was done under the member's steady beat (rule 7), which
+// came before every acknowledgement held.
+func (ib *inbox) take() ([]heldAck, []time.Duration, beatenAhead) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	acks, beats := ib.acks, ib.beats
+	acks, beats, ahead := ib.acks, ib.beats, ib.ahead
 	ib.acks, ib.spareAcks = ib.spareAcks[:0], nil
 	ib.beats, ib.spareBeats = ib.spareBeats[:0], nil
-	return acks, beats
+	ib.ahead = beatenAhead{}
+	return acks, beats, ahead
 }
 
 // giveBack returns the slices take returned, once their entries are stepped.

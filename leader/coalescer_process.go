@@ -154,6 +154,8 @@ func (p *coalescerProcess) inspect() map[string]string {
 		"coalescer:deliveries":    strconv.FormatUint(s.Deliveries, 10),
 		"coalescer:held":          strconv.FormatUint(s.Held, 10),
 		"coalescer:answered":      strconv.FormatUint(s.Answered, 10),
+		"coalescer:beaten_ahead":  strconv.FormatUint(s.BeatenAhead, 10),
+		"coalescer:taken":         strconv.FormatUint(s.Taken, 10),
 		"coalescer:mismatched":    strconv.FormatUint(s.Mismatched, 10),
 		"coalescer:dropped":       formatCounts(s.Dropped),
 	}

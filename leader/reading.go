@@ -377,7 +377,7 @@ func parseCoalescer(in *Inspection, v string) error {
 	counters := map[string]*uint64{
 		"frames_out": &c.FramesOut, "entries_out": &c.EntriesOut, "flushes": &c.Flushes, "failed_frames": &c.FailedFrames,
 		"frames_in": &c.FramesIn, "entries_in": &c.EntriesIn, "deliveries": &c.Deliveries, "held": &c.Held,
-		"answered": &c.Answered, "mismatched": &c.Mismatched,
+		"answered": &c.Answered, "beaten_ahead": &c.BeatenAhead, "taken": &c.Taken, "mismatched": &c.Mismatched,
 	}
 	for _, word := range strings.Fields(v) {
 		key, value, ok := strings.Cut(word, "=")

@@ -262,9 +262,10 @@ func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
 // the inbox's steady answer: the core's repeat of that answer is dropped
 // (send).
 func (a *Actor) stepHeld() error {
-	acks, beats := a.inbox.take()
+	acks, beats, ahead := a.inbox.take()
+	a.catchUp(&ahead)
 	if len(acks)+len(beats) == 0 {
-		return nil
+		return a.takeFatal()
 	}
 	defer a.inbox.giveBack(acks, beats)
 	for i, j := 0, 0; i < len(acks) || j < len(beats); {
@@ -309,6 +310,10 @@ func (a *Actor) publishSteady() {
 		return
 	}
 	now := time.Now()
+	if a.core.IsProtocolLeader() {
+		a.publishBeat(now)
+		return
+	}
 	sa, ok := a.core.SteadyAnswer(now)
 	self := a.PID()
 	if !ok || sa.Leader.Node == self.Node {
@@ -323,12 +328,14 @@ func (a *Actor) publishSteady() {
 	a.answering = true
 }
 
-// withdrawSteady stops the coalescer from answering for this member.
+// withdrawSteady stops the coalescer from answering for this member, and
+// its timer and the coalescer from beating ahead for it.
 func (a *Actor) withdrawSteady() {
 	if a.answering {
 		a.inbox.withdraw()
 		a.answering = false
 	}
+	a.withdrawBeat()
 }
 
 // answeredAhead reports whether out is the core's repeat of the

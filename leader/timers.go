@@ -44,6 +44,11 @@ import (
 //     be shorter, the leaders of one node emit in one burst, which the
 //     heartbeat coalescer gathers into one frame per node pair, and the
 //     nodes of one process burst at different instants.
+//  7. While the actor's steady beat stands (coalescer.go, rule 7), the
+//     heartbeat timer's callback sends the tick's heartbeats itself, when
+//     the beat's rules allow, and re-arms on the grid without waking the
+//     actor; the core's arming stays as it was, and fires the next tick
+//     that the beat cannot send.
 
 // timerKinds is the number of election timer kinds (election.TimerKind
 // values run from 0 to TimerStorage).
@@ -96,8 +101,10 @@ type timerOwner struct {
 	// reads when the heartbeats held there move the timeout (rule 5).
 	inbox *inbox
 	// grid fires the heartbeat timer with those of the node's other
-	// leaders (rule 6); nil until the actor joins its node's share.
+	// leaders (rule 6), and coal sends a steady leader's ticks for it
+	// (rule 7); both nil until the actor joins its node's share.
 	grid *heartbeatGrid
+	coal *coalescer
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64
@@ -324,7 +331,8 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 		t.mu.Unlock()
 		return
 	}
-	if kind == election.TimerElection {
+	switch kind {
+	case election.TimerElection:
 		// Heartbeats answered ahead and held for the actor move its
 		// election timeout once stepped: hold the firing until then.
 		if until, ok := o.inbox.heardUntil(); ok && now < until {
@@ -332,6 +340,16 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 			t.schedule(now, o, kind)
 			t.mu.Unlock()
 			return
+		}
+	case election.TimerHeartbeat:
+		// A steady leader's tick is sent for it (rule 7).
+		if o.coal != nil {
+			if next, ok := o.coal.beatAhead(o.inbox, now, o.phase); ok {
+				t.due = next
+				t.schedule(now, o, kind)
+				t.mu.Unlock()
+				return
+			}
 		}
 	}
 	t.mu.Unlock()

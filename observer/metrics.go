@@ -41,14 +41,14 @@ type networkDescs struct {
 	// carried the frames out.
 	framesIn, framesOut, bytesIn, bytesOut, writes *prometheus.Desc
 	// coalescer: the node's heartbeat coalescer (leader.CoalescerStats).
-	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalMismatched, coalDropped *prometheus.Desc
+	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped *prometheus.Desc
 }
 
 // all lists every description.
 func (d networkDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.peers, d.inFlight, d.rejected, d.dropped, d.collisions,
 		d.framesIn, d.framesOut, d.bytesIn, d.bytesOut, d.writes,
-		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalMismatched, d.coalDropped}
+		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped}
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -90,8 +90,12 @@ func newMetrics(node gen.Node) *metrics {
 				"Heartbeats and acknowledgements those batches carried.", []string{"node"}, nil),
 			coalAnswered: prometheus.NewDesc("regent_coalescer_answered_total",
 				"Heartbeats the coalescer answered with their follower's steady answer, without waking it.", []string{"node"}, nil),
+			coalBeatenAhead: prometheus.NewDesc("regent_coalescer_beaten_ahead_total",
+				"Heartbeat ticks of steady leaders sent for them without waking them.", []string{"node"}, nil),
+			coalTaken: prometheus.NewDesc("regent_coalescer_taken_total",
+				"Acknowledgements taken for steady leaders without waking them.", []string{"node"}, nil),
 			coalMismatched: prometheus.NewDesc("regent_coalescer_mismatched_total",
-				"Heartbeats answered ahead whose follower then sent another answer: 0 unless there is a defect.", []string{"node"}, nil),
+				"Heartbeats answered ahead whose follower then sent another answer, and catch-ups a steady leader's core refused: 0 unless there is a defect.", []string{"node"}, nil),
 			coalDropped: prometheus.NewDesc("regent_coalescer_dropped_total",
 				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
 		},
@@ -147,7 +151,7 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 		m.network.bytesOut: s.BytesOut, m.network.writes: s.Writes,
 		m.network.coalFramesOut: coal.FramesOut, m.network.coalEntriesOut: coal.EntriesOut, m.network.coalFailed: coal.FailedFrames,
 		m.network.coalFramesIn: coal.FramesIn, m.network.coalEntriesIn: coal.EntriesIn,
-		m.network.coalAnswered: coal.Answered, m.network.coalMismatched: coal.Mismatched,
+		m.network.coalAnswered: coal.Answered, m.network.coalBeatenAhead: coal.BeatenAhead, m.network.coalTaken: coal.Taken, m.network.coalMismatched: coal.Mismatched,
 	} {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
 	}

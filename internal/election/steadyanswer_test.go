@@ -87,72 +87,15 @@ func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
 func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
 	total := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(3, 5).Draw(rt, "members")
-		seed := rapid.Uint64().Draw(rt, "seed")
-		preVote := rapid.Bool().Draw(rt, "prevote")
-		minSize := rapid.IntRange(1, n).Draw(rt, "min")
 		declining := rapid.IntRange(0, 3).Draw(rt, "declining member")
-		index := 0
-		nw := newNetwork(rt, n, seed, func(c *Config) {
-			c.DisablePreVote, c.MinClusterSize = !preVote, minSize
-			if rapid.Bool().Draw(rt, "partial bootstrap") && index > 0 {
-				c.Bootstrap = c.Bootstrap[:index+1]
-			}
-			index++
-		})
+		nw, n, seed := hostileNetwork(rt, nil)
 		if declining > 0 && declining <= n {
 			nw.nodes[nodeName(declining)].confirm = func(uint64) (bool, error) { return false, nil }
 		}
 		checked := 0 // steady answers checked in this run
 		steps := rapid.IntRange(50, 400).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
-			switch a := rapid.IntRange(0, 39).Draw(rt, "action"); {
-			case a < 20:
-				if len(nw.queue) > 0 {
-					nw.deliver(rapid.IntRange(0, len(nw.queue)-1).Draw(rt, "msg"))
-				}
-			case a < 22:
-				if len(nw.queue) > 0 {
-					j := rapid.IntRange(0, len(nw.queue)-1).Draw(rt, "lost")
-					nw.queue = append(nw.queue[:j], nw.queue[j+1:]...)
-				}
-			case a < 30:
-				if sn, a, ok := nw.nextTimer(); ok {
-					nw.fire(sn, a)
-				}
-			case a < 38:
-				nw.flush()
-			case a == 38:
-				sn := nw.nodes[nw.names[rapid.IntRange(0, n-1).Draw(rt, "restart")]]
-				cfg := sn.core.cfg
-				cfg.Rand = testConfig(sn.name, seed+uint64(i)).Rand
-				cfg.Started = nw.now
-				nw.add(cfg, sn.hs)
-			default:
-				a, b := nw.nodes[nw.names[rapid.IntRange(0, n-1).Draw(rt, "member")]], nw.nodes[nw.names[rapid.IntRange(0, n-1).Draw(rt, "other")]]
-				if !a.up {
-					break
-				}
-				switch rapid.IntRange(0, 4).Draw(rt, "input") {
-				case 0:
-					if a != b {
-						nw.input(a, func(c *Core, now time.Time) { c.PeerDown(now, b.pid, gen.ErrNoConnection) })
-					}
-				case 1:
-					if a != b {
-						nw.input(a, func(c *Core, now time.Time) { c.PeerDown(now, b.pid, errCrashed) })
-					}
-				case 2:
-					if a != b {
-						nw.input(a, func(c *Core, now time.Time) { _ = c.Leave(now, b.name) })
-					}
-				case 3:
-					hold := rapid.Bool().Draw(rt, "hold")
-					nw.input(a, func(c *Core, now time.Time) { c.SetCampaign(now, !hold) })
-				case 4:
-					nw.input(a, toggleStorage)
-				}
-			}
+			hostileStep(rt, nw, n, seed, i)
 			for _, name := range nw.names {
 				sn := nw.nodes[name]
 				if !sn.up || sn.core.HasReady() {

@@ -1,0 +1,205 @@
+package election
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/quorum"
+)
+
+// SteadyBeat is a leader's steady heartbeat, declared before its next ticks
+// come: the leader side of SteadyAnswer. A shell that hosts many members may,
+// on the leader's heartbeat ticks, send Heartbeat to every member itself
+// without waking the leader, and take the members' acknowledgements that
+// equal their Ack without handing each to the core, under two rules that
+// keep each skipped tick and each skipped acknowledgement a no-op:
+//
+//   - An acknowledgement is taken only when it arrives within Window of the
+//     member's one before (LastAck for the first), so the member's run of
+//     replies goes unbroken; another is stepped as usual.
+//   - A tick at t is sent ahead only when t is not after Until and every
+//     member's last acknowledgement arrived after t - Window, so the tick
+//     would find every member reached and none silent; otherwise the tick
+//     goes to the core.
+//
+// The shell then reports what it did with CatchUp, before the core steps
+// anything else, and the core is in the state stepping each tick and each
+// acknowledgement at its time would have left it in, having sent the same
+// heartbeats. The members see the same heartbeats at the same times; the
+// leader wakes for what changes something instead of once per tick.
+type SteadyBeat struct {
+	// Term is the leader's term; Heartbeat what each tick sends to every
+	// member: carrying no view, as every member acknowledged the leader's.
+	Term      uint64
+	Heartbeat MessageHeartbeat
+	// Members are the other members of the view, in the view's order.
+	Members []SteadyMember
+	// Interval is the HeartbeatInterval: each tick re-arms the heartbeat
+	// timer that far ahead.
+	Interval time.Duration
+	// Window bounds the silence the two rules allow; Until is the last
+	// instant a tick may be sent ahead (a time-bound rule of the tick, such
+	// as a withdrawal that ends, falls due after it).
+	Window time.Duration
+	Until  time.Time
+}
+
+// SteadyMember is one member a SteadyBeat heartbeats.
+type SteadyMember struct {
+	PID gen.PID
+	// Ack is the acknowledgement that changes nothing but the time the
+	// member was last heard from: what a steady follower sends
+	// (SteadyAnswer.Ack).
+	Ack MessageHeartbeatAck
+	// LastAck is when the core last heard a reply from it.
+	LastAck time.Time
+}
+
+// BeatenAhead is what a shell did for a leader under its SteadyBeat: Beats
+// ticks sent ahead, the last at LastBeat, and, for each of the beat's
+// Members in order, the number of acknowledgements taken and the arrival of
+// the last one (zero when none).
+type BeatenAhead struct {
+	Beats    int
+	LastBeat time.Time
+	Acks     []TakenAcks
+}
+
+// TakenAcks are the acknowledgements of one member a shell took under a
+// SteadyBeat.
+type TakenAcks struct {
+	Count int
+	Last  time.Time
+}
+
+// SteadyBeat returns this leader's steady heartbeat when its next ticks, up
+// to the beat's Until, would do nothing but send it again, provided every
+// member keeps acknowledging as the beat's rules require, and such an
+// acknowledgement would change nothing but the member's contact time. That
+// holds for a visible leader whose view is agreed, committed in its term and
+// acknowledged by every member at it, with no change, admission, removal or
+// handover pending, no member preferred over it, no member ended, cut off,
+// failing sends or of unknown PID, and healthy storage. It reports false in
+// every other case.
+func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
+	l := c.lead
+	if c.role != RoleLeader || l == nil || c.fatal != nil || c.storageErr != nil || c.view == nil ||
+		!l.visible || l.awaitingConfirm || !l.committedInTerm || !c.agreed() || c.committed != c.view.Stamp.Key ||
+		l.change != "" || len(l.adds) > 0 || len(l.removes) > 0 || len(c.removals) > 0 || c.handover.target != "" {
+		return SteadyBeat{}, false
+	}
+	window := c.cfg.evidenceWindow()
+	if window > c.cfg.GhostTTL {
+		return SteadyBeat{}, false // a silence the rules allow could make a ghost
+	}
+	until := now.Add(steadyBeatHorizon)
+	for n, end := range c.withdrawn {
+		if !now.Before(end) {
+			return SteadyBeat{}, false // tidyPeers forgets it on the next tick
+		}
+		if c.view.has(n) {
+			return SteadyBeat{}, false
+		}
+		until = earliest(until, end.Add(-time.Nanosecond))
+	}
+	for _, n := range c.peers.nodes() {
+		p := c.peers.get(n)
+		if c.view.has(n) || p.declared {
+			continue
+		}
+		// A stray peer is forgotten once silent for GhostTTL (tidyPeers).
+		end := p.lastInbound.Add(c.cfg.GhostTTL)
+		if !now.Before(end) {
+			return SteadyBeat{}, false
+		}
+		until = earliest(until, end.Add(-time.Nanosecond))
+	}
+	self := c.selfCandidate()
+	sb := SteadyBeat{
+		Term:      c.term,
+		Heartbeat: MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed},
+		Members:   make([]SteadyMember, 0, len(c.view.Members)-1),
+		Interval:  c.cfg.HeartbeatInterval,
+		Window:    window,
+		Until:     until,
+	}
+	for _, m := range c.view.Members {
+		if m.Node == c.cfg.Self.Node {
+			continue
+		}
+		p := c.peers.get(m.Node)
+		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
+			p.ackedTerm != c.term || p.acked != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
+			p.lastInbound.After(p.lastReply) || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
+			return SteadyBeat{}, false
+		}
+		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
+			return SteadyBeat{}, false // it hands over once that member is steady
+		}
+		sb.Members = append(sb.Members, SteadyMember{
+			PID: p.pid,
+			Ack: MessageHeartbeatAck{
+				Header: Header{
+					ClusterID: c.cfg.ClusterID, Term: c.term, From: p.id,
+					Started: p.startedNanos, View: c.view.Stamp,
+				},
+				Declines: p.declines,
+			},
+			LastAck: p.lastReply,
+		})
+	}
+	if !quorum.Reached(len(sb.Members)+1, c.view.size()) {
+		return SteadyBeat{}, false
+	}
+	return sb, true
+}
+
+// steadyBeatHorizon bounds a SteadyBeat's Until when nothing earlier does,
+// so a shell re-reads the beat now and then.
+const steadyBeatHorizon = time.Hour
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// CatchUp applies what a shell did under sb, a SteadyBeat this core gave and
+// stepped nothing since: the state becomes what stepping each tick sent
+// ahead and each acknowledgement taken, at its time, would have made it. The
+// heartbeat timer stays armed as it was: the shell keeps it on the grid the
+// ticks were sent on. It returns an error wrapping gen.ErrIncorrect, and
+// changes nothing, when b does not fit sb or sb no longer stands: a defect
+// of the shell, which must then step the core's inputs itself.
+func (c *Core) CatchUp(sb *SteadyBeat, b BeatenAhead) error {
+	if c.role != RoleLeader || c.term != sb.Term || c.lead == nil || len(b.Acks) != len(sb.Members) {
+		return fmt.Errorf("catching up on a steady beat at term %d, now at term %d as %s: %w", sb.Term, c.term, c.role, gen.ErrIncorrect)
+	}
+	if b.Beats > 0 && b.LastBeat.After(sb.Until) {
+		return fmt.Errorf("a beat sent ahead at %s, after the steady beat's end %s: %w", b.LastBeat, sb.Until, gen.ErrIncorrect)
+	}
+	peers := make([]*peer, len(sb.Members))
+	for i, m := range sb.Members {
+		p := c.peers.byPID(m.PID)
+		if p == nil || p.ackedTerm != c.term || p.acked != c.view.Stamp {
+			return fmt.Errorf("catching up on a steady beat: member %s no longer stands: %w", m.PID, gen.ErrIncorrect)
+		}
+		peers[i] = p
+	}
+	for i, p := range peers {
+		if b.Beats > 0 {
+			p.lastSend, p.sendFailing = b.LastBeat, false
+		}
+		if a := b.Acks[i]; a.Count > 0 {
+			// Each within the window of the one before: the run of replies
+			// goes on, only its end moves.
+			p.lastInbound, p.lastReply = a.Last, a.Last
+		}
+	}
+	if b.Beats > 0 {
+		c.heartbeatOutLast = b.LastBeat
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package leader
+
+import (
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// Beating ahead: the leader side of answering ahead (coalescer.go, rule 7).
+// A steady leader's ticks are sent by its heartbeat timer and its members'
+// acknowledgements taken by the coalescer, under the rules of
+// election.SteadyBeat, without waking it; it catches up on both first
+// thing on its next wake-up.
+
+// steadyBeat is a leader's steady beat with what its timer and the
+// coalescer need to keep its rules: the shell's clock, each member's entry
+// ready for the outbox, and the leader's grid.
+type steadyBeat struct {
+	election.SteadyBeat
+	// entries are the heartbeat to each member, in Members' order, routed
+	// and with the sender's node left out as the outbox wants them.
+	entries []CoalescedHeartbeat
+	// since is when the beat was given, window and until the beat's, all
+	// on the shell's clock; linger is the member's outbox linger.
+	since, window, until, linger time.Duration
+}
+
+// beatenAhead is what was done under a steady beat: ticks sent and
+// acknowledgements taken, in the beat's terms, with each member's last
+// reply on the shell's clock. broken says an acknowledgement was held
+// that the beat could not take: nothing more is done under it, so what
+// was held comes after everything done.
+type beatenAhead struct {
+	election.BeatenAhead
+	lastAck []time.Duration
+	broken  bool
+}
+
+// entries is how many inputs of the member's core a is worth.
+func (a *beatenAhead) entries() int {
+	n := a.Beats
+	for _, t := range a.Acks {
+		n += t.Count
+	}
+	return n
+}
+
+// active reports whether something was done under the beat.
+func (a *beatenAhead) active() bool { return a.entries() > 0 }
+
+// takeAck takes ack from from, arrived at, under the member's steady beat,
+// and reports whether it did: only an acknowledgement equal to the one
+// the beat expects of its sender, within the beat's window of that
+// member's one before. Any other stops the beat (broken): it is held and
+// wakes the leader on its next tick. Called with mu held.
+func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) bool {
+	b, p := &ib.beat, &ib.ahead
+	if !ib.beating || p.broken {
+		return false
+	}
+	for i := range b.Members {
+		m := &b.Members[i]
+		if m.PID != from {
+			continue
+		}
+		t := max(sinceEpoch(at), b.since)
+		if *ack != m.Ack || t-p.lastAck[i] >= b.window {
+			break
+		}
+		p.lastAck[i] = t
+		p.Acks[i].Count++
+		p.Acks[i].Last = gridEpoch.Add(t)
+		return true
+	}
+	p.broken = true
+	return false
+}
+
+// beatAhead sends the member's steady heartbeats for the tick due at now,
+// on the shell's clock, when the beat's rules allow, and returns when the
+// next tick is due: every member replied within the window, the tick is
+// not past the beat's end, and the coalescer takes every entry. It reports
+// false when the tick must wake the member instead. Called with the
+// heartbeat timer's mu held.
+func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.Duration, bool) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	b, p := &ib.beat, &ib.ahead
+	if ib.closed || !ib.beating || p.broken || !c.running() {
+		return 0, false
+	}
+	at := max(now, b.since)
+	if at > b.until {
+		return 0, false
+	}
+	for _, last := range p.lastAck {
+		if at-last >= b.window {
+			return 0, false
+		}
+	}
+	for i := range b.entries {
+		// Never inline: a full outbox waits for its timer, not for us.
+		if !c.enqueueMode(b.Members[i].PID.Node, &b.entries[i], nil, b.linger, false) {
+			// The coalescer stopped: the member's own tick sends them all
+			// (some twice, which a heartbeat allows) and none counts as sent.
+			p.broken = true
+			return 0, false
+		}
+	}
+	p.Beats++
+	p.LastBeat = gridEpoch.Add(at)
+	c.stats.beatenAhead.Add(1)
+	return at + onGrid(gridEpoch.Add(at), b.Interval, phase), true
+}
+
+// publishBeat publishes the leader's steady beat for its timer and the
+// coalescer to keep (coalescer.go, rule 7), or none when the core gives
+// none or its heartbeats do not all go through the coalescer.
+func (a *Actor) publishBeat(now time.Time) {
+	if !a.timers[election.TimerHeartbeat].pending || !a.share.coal.running() {
+		return
+	}
+	sb, ok := a.core.SteadyBeat(now)
+	if !ok {
+		return
+	}
+	self := a.PID()
+	b := steadyBeat{
+		SteadyBeat: sb,
+		entries:    make([]CoalescedHeartbeat, len(sb.Members)),
+		since:      sinceEpoch(now),
+		window:     sb.Window,
+		until:      sinceEpoch(sb.Until),
+		linger:     a.linger,
+	}
+	hb := sb.Heartbeat
+	hb.From.Node = "" // the frame says where the sender is
+	lastAck := make([]time.Duration, len(sb.Members))
+	for i, m := range sb.Members {
+		if m.PID.Node == self.Node {
+			return // members of one node are sent to directly
+		}
+		b.entries[i] = CoalescedHeartbeat{
+			CoalescedRoute: CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
+			Message:        hb,
+		}
+		lastAck[i] = sinceEpoch(m.LastAck)
+	}
+	a.inbox.publishBeat(&b, lastAck)
+	a.beating = true
+}
+
+// publishBeat makes b the member's steady beat, with each member's last
+// reply on the shell's clock, and starts afresh what is done under it.
+func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration) {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	ib.beat, ib.beating = *b, true
+	ib.ahead = beatenAhead{
+		BeatenAhead: election.BeatenAhead{Acks: make([]election.TakenAcks, len(b.Members))},
+		lastAck:     lastAck,
+		// Acknowledgements held since the member took its inbox came
+		// before anything done under the beat: none is done.
+		broken: len(ib.acks) > 0,
+	}
+}
+
+// withdrawBeat stops the timer and the coalescer from acting for the
+// leader; what they did stays in the inbox for stepHeld.
+func (a *Actor) withdrawBeat() {
+	if a.beating {
+		a.inbox.mu.Lock()
+		a.inbox.beating = false
+		a.inbox.mu.Unlock()
+		a.beating = false
+	}
+}
+
+// catchUp tells the core what was done under its steady beat, before any
+// acknowledgement held after it is stepped. A refusal is a defect of the
+// shell or the core: counted as a mismatch and logged; the ticks were
+// sent, the acknowledgements are lost to the core.
+func (a *Actor) catchUp(ahead *beatenAhead) {
+	if !ahead.active() {
+		return
+	}
+	if a.observeStep != nil {
+		seen := caughtUp{beats: ahead.Beats, acks: make(map[gen.PID]int)}
+		for i, m := range a.inbox.beat.Members {
+			seen.acks[m.PID] = ahead.Acks[i].Count
+		}
+		a.observeStep(a.lastInput, a.PID(), seen)
+	}
+	if err := a.core.CatchUp(&a.inbox.beat.SteadyBeat, ahead.BeatenAhead); err != nil {
+		a.share.coal.stats.mismatched.Add(1)
+		a.Log().Error("leader: cluster %q: %v", a.options.ClusterID, err)
+		return
+	}
+	if ahead.Beats > 0 && ahead.LastBeat.After(a.lastInput) {
+		a.lastInput = ahead.LastBeat
+	}
+	for _, t := range ahead.Acks {
+		if t.Count > 0 && t.Last.After(a.lastInput) {
+			a.lastInput = t.Last
+		}
+	}
+}
+
+// caughtUp is what Actor.observeStep sees of a catch-up: the ticks and
+// acknowledgements the core took at once.
+type caughtUp struct {
+	beats int
+	acks  map[gen.PID]int
+}

@@ -1,0 +1,146 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// beatingLeader is a leader on p@h with a steady beat published in its
+// inbox on c: two members, on a@h and b@h, each last heard at given; a
+// window of 150ms, a 50ms interval, and an end an hour away.
+func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, []election.SteadyMember) {
+	node := &stalledNode{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c, _, _ := runningCoalescer(t, node)
+	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	var members []election.SteadyMember
+	var entries []CoalescedHeartbeat
+	lastAck := []time.Duration{}
+	for i, n := range []gen.Atom{"a@h", "b@h"} {
+		pid := gen.PID{Node: n, ID: uint64(10 + i), Creation: 1}
+		members = append(members, election.SteadyMember{
+			PID:     pid,
+			Ack:     election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
+			LastAck: given,
+		})
+		entries = append(entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: 7, FromCreation: 1, ToID: pid.ID, ToCreation: 1}, Message: hb})
+		lastAck = append(lastAck, sinceEpoch(given))
+	}
+	ib := &inbox{}
+	ib.ticking.Store(true)
+	c.addInbox(leader, ib)
+	ib.publishBeat(&steadyBeat{
+		SteadyBeat: election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members, Interval: 50 * time.Millisecond,
+			Window: 150 * time.Millisecond, Until: given.Add(time.Hour)},
+		entries: entries, since: sinceEpoch(given), window: 150 * time.Millisecond,
+		until: sinceEpoch(given.Add(time.Hour)), linger: time.Hour,
+	}, lastAck)
+	return c, leader, ib, members
+}
+
+// Rule 7: a steady leader's tick is sent for it, one heartbeat to each
+// member through the outbox, and the next falls on its grid; the members'
+// acknowledgements that the beat expects are taken, counted and timed for
+// its catch-up; the leader's inbox hands both over once.
+func TestASteadyLeadersTickIsSentAndItsAcknowledgementsTaken(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	tick := sinceEpoch(given.Add(20 * time.Millisecond))
+	next, ok := c.beatAhead(ib, tick, 0)
+	require.True(t, ok, "a tick within the window of every member's last reply is sent ahead")
+	assert.Greater(t, next, tick)
+	assert.LessOrEqual(t, next, tick+50*time.Millisecond, "the next tick is due on the grid, within an interval")
+	for _, m := range members {
+		hbs, _ := c.take(m.PID.Node)
+		require.Len(t, hbs, 1, "one heartbeat to %s", m.PID)
+		assert.Equal(t, m.PID.ID, hbs[0].ToID)
+		assert.Equal(t, uint64(7), hbs[0].FromID)
+	}
+	at := given.Add(30 * time.Millisecond)
+	ack := members[0].Ack
+	require.True(t, c.hold(leader, members[0].PID, at, &ack))
+	acks, beats, ahead := ib.take()
+	assert.Empty(t, acks, "a taken acknowledgement is not held for stepping")
+	assert.Empty(t, beats)
+	assert.Equal(t, 1, ahead.Beats)
+	assert.Equal(t, gridEpoch.Add(tick), ahead.LastBeat)
+	assert.Equal(t, []election.TakenAcks{{Count: 1, Last: gridEpoch.Add(sinceEpoch(at))}, {}}, ahead.Acks)
+	assert.Equal(t, uint64(1), c.Stats().BeatenAhead)
+	assert.Equal(t, uint64(1), c.Stats().Taken)
+	_, _, again := ib.take()
+	assert.False(t, again.active(), "what was done is handed over once")
+}
+
+// Rule 7: a tick goes to the leader, which steps it, when a member has not
+// replied within the window, or the beat has ended, or was withdrawn.
+func TestASteadyLeadersTickWakesItWhenTheBeatsRulesDoNotHold(t *testing.T) {
+	given := time.Now()
+	c, _, ib, _ := beatingLeader(t, given)
+	_, ok := c.beatAhead(ib, sinceEpoch(given.Add(150*time.Millisecond)), 0)
+	assert.False(t, ok, "a member silent for the window: the core must judge the evidence")
+
+	c, _, ib, _ = beatingLeader(t, given)
+	ib.beat.until = sinceEpoch(given.Add(10 * time.Millisecond))
+	_, ok = c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	assert.False(t, ok, "a tick past the beat's end")
+
+	c, _, ib, _ = beatingLeader(t, given)
+	ib.beating = false
+	_, ok = c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	assert.False(t, ok, "a withdrawn beat")
+	assert.Zero(t, c.Stats().BeatenAhead)
+}
+
+// Rule 7: an acknowledgement the beat does not expect (another view, a
+// follower that follows someone else, one from a process the beat does not
+// name) or one that comes after a silence of the window is held, and stops
+// the beat: the leader's next tick wakes it, and it steps what was held
+// after catching up on what was done before.
+func TestAnUnexpectedAcknowledgementStopsTheBeat(t *testing.T) {
+	given := time.Now()
+	for name, change := range map[string]func(*election.MessageHeartbeatAck, *gen.PID, *time.Time){
+		"another view": func(a *election.MessageHeartbeatAck, _ *gen.PID, _ *time.Time) { a.View.Key.Epoch++ },
+		"follows another": func(a *election.MessageHeartbeatAck, _ *gen.PID, _ *time.Time) {
+			a.Follows = gen.PID{Node: "x@h", ID: 1}
+		},
+		"declines":        func(a *election.MessageHeartbeatAck, _ *gen.PID, _ *time.Time) { a.Declines = true },
+		"another process": func(_ *election.MessageHeartbeatAck, from *gen.PID, _ *time.Time) { from.ID++ },
+		"after a silence": func(_ *election.MessageHeartbeatAck, _ *gen.PID, at *time.Time) { *at = at.Add(150 * time.Millisecond) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, leader, ib, members := beatingLeader(t, given)
+			ack, from, at := members[0].Ack, members[0].PID, given.Add(10*time.Millisecond)
+			change(&ack, &from, &at)
+			require.True(t, c.hold(leader, from, at, &ack), "held for the leader's next wake-up")
+			_, ok := c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+			assert.False(t, ok, "the next tick wakes the leader")
+			match := members[1].Ack
+			require.True(t, c.hold(leader, members[1].PID, given.Add(25*time.Millisecond), &match))
+			acks, _, ahead := ib.take()
+			assert.Len(t, acks, 2, "everything after the unexpected one is held in order, none taken")
+			assert.False(t, ahead.active())
+		})
+	}
+}
+
+// Rule 7: acknowledgements held before the leader published its beat
+// (between taking its inbox and publishing) came before anything the beat
+// would do: the beat starts stopped, so the leader steps them in order.
+func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	beat, lastAck := ib.beat, ib.ahead.lastAck
+	ib.beating = false // the leader is handling a message
+	other := members[0].Ack
+	other.Term = 2
+	require.True(t, c.hold(leader, members[0].PID, given, &other))
+	ib.publishBeat(&beat, lastAck)
+	_, ok := c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	assert.False(t, ok, "the tick wakes the leader, which steps what was held")
+}
