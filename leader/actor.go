@@ -27,7 +27,11 @@ type Actor struct {
 
 	behavior ActorBehavior
 	core     *election.Core
-	options  Options
+	// options holds what the shell reads of Options after Init; nil
+	// before. Behind a pointer, to keep the Actor (with the fields of the
+	// type that embeds it) inside a smaller allocation: every member holds
+	// one, and the election's settings live in the core.
+	options *actorOptions
 
 	// timers is the shell's side of each election timer kind (timers.go),
 	// timerOwner what their callbacks know of this actor.
@@ -64,8 +68,6 @@ type Actor struct {
 	fatal error
 	// subscribers receive MessageLeaderChanged on every change of leader or term.
 	subscribers map[gen.PID]struct{}
-	// minClusterSize is Options.MinClusterSize with its default applied.
-	minClusterSize int
 	// reconfirm cancels the ConfirmInterval timer of the current leadership,
 	// nil when none is armed: one timer per leadership.
 	reconfirmCancel gen.CancelFunc
@@ -144,7 +146,8 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 			return err
 		}
 	}
-	a.options = options
+	a.options = &actorOptions{ClusterID: options.ClusterID, Bootstrap: options.Bootstrap, StateFile: options.StateFile,
+		OnTransition: options.OnTransition, ConfirmInterval: options.ConfirmInterval}
 	if a.share, err = register(process, options.ClusterID); err != nil {
 		return err
 	}
@@ -160,7 +163,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
-	a.minClusterSize = cfg.MinClusterSize
+	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
 			a.unregister()
@@ -182,6 +185,18 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		return err
 	}
 	return nil
+}
+
+// actorOptions are the Options fields the shell reads after Init, under
+// their Options names, and what it derives from them.
+type actorOptions struct {
+	ClusterID       string
+	Bootstrap       []gen.ProcessID
+	StateFile       string
+	OnTransition    func(Transition)
+	ConfirmInterval int
+	// minClusterSize is Options.MinClusterSize with its default applied.
+	minClusterSize int
 }
 
 // checkRegistered fails when the election's wire types are not registered on

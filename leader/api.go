@@ -41,7 +41,12 @@ func (a *Actor) FencingToken() uint64 {
 }
 
 // ClusterID returns the cluster this actor belongs to.
-func (a *Actor) ClusterID() string { return a.options.ClusterID }
+func (a *Actor) ClusterID() string {
+	if a.options == nil {
+		return ""
+	}
+	return a.options.ClusterID
+}
 
 // Peers returns the PIDs of the members whose PID is known.
 func (a *Actor) Peers() []gen.PID {
@@ -58,7 +63,12 @@ func (a *Actor) PeerCount() int { return len(a.Peers()) }
 func (a *Actor) HasPeer(pid gen.PID) bool { return a.core != nil && a.core.HasPeer(pid) }
 
 // Bootstrap returns the peers configured in Options.Bootstrap.
-func (a *Actor) Bootstrap() []gen.ProcessID { return slices.Clone(a.options.Bootstrap) }
+func (a *Actor) Bootstrap() []gen.ProcessID {
+	if a.options == nil {
+		return nil
+	}
+	return slices.Clone(a.options.Bootstrap)
+}
 
 // Join declares a peer: it counts toward the view at once, before it answers,
 // and negotiation starts without spending anyone's vote. Idempotent per node.

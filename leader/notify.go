@@ -78,7 +78,7 @@ func (a *Actor) reportTransition() {
 	if a.options.OnTransition != nil {
 		a.options.OnTransition(Transition{
 			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,
-			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.minClusterSize,
+			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.options.minClusterSize,
 			VotesGranted: a.core.VotesGranted(), ProtocolLeader: cur.protocol, View: view,
 		})
 	}

@@ -119,8 +119,8 @@ func (c *Core) BecomeLeaderFailed(now time.Time, err error) {
 func (c *Core) SendFailed(now time.Time, to gen.Atom, err error) {
 	if p := c.peers.get(to); p != nil {
 		p.sendFailing = true
-		p.lastSendErr = err
-		p.steadySince = time.Time{}
+		p.setSendErr(err)
+		p.steadySince = 0
 	}
 }
 
@@ -215,7 +215,7 @@ func (c *Core) ElectionDue() (time.Time, bool) {
 	if !c.timers[TimerElection].armed {
 		return time.Time{}, false
 	}
-	return c.electionStart.Add(c.electionWait), true
+	return c.clock.time(c.electionStart).Add(c.electionWait), true
 }
 
 // HasReady reports whether Ready has anything to do.
@@ -331,11 +331,11 @@ func (c *Core) ViewMembers() []MemberStatus {
 func (c *Core) memberStatus(p *peer) MemberStatus {
 	var sendErr error
 	if p.sendFailing {
-		sendErr = p.lastSendErr
+		sendErr = p.lastSendErr()
 	}
 	ms := MemberStatus{
 		Node: p.id.Node, ProcessID: p.id, PID: p.pid, InView: c.view.has(p.id.Node), Declared: p.declared,
-		UnreachableSince: p.unreachableSince, SendError: sendErr, Started: p.started(),
+		UnreachableSince: c.clock.time(p.unreachableSince), SendError: sendErr, Started: p.started(),
 	}
 	if c.role == RoleLeader && ms.InView {
 		ms.Acked = p.acked
@@ -350,7 +350,7 @@ func (c *Core) ViewSize() int {
 	if c.view != nil {
 		return c.view.size()
 	}
-	return len(c.declaredSet())
+	return c.declaredCount()
 }
 
 // Quorum is the majority of ViewSize.
@@ -372,14 +372,14 @@ func (c *Core) Status(now time.Time) Status {
 		ProtocolLeader:        c.role == RoleLeader,
 		Term:                  c.term,
 		VotedFor:              c.votedFor,
-		TermChangedAt:         c.termChangedAt,
+		TermChangedAt:         c.clock.time(c.termChangedAt),
 		Leader:                c.Leader(),
 		LeaderNode:            c.Leader().Node,
 		ClusterID:             c.cfg.ClusterID,
 		View:                  c.view.clone(),
 		Committed:             c.committed,
 		Below:                 c.below(),
-		Joining:               c.outside.stamp.Lineage,
+		Joining:               c.out().stamp.Lineage,
 		ViewSize:              c.ViewSize(),
 		Quorum:                c.Quorum(),
 		MinClusterSize:        c.cfg.MinClusterSize,
@@ -392,8 +392,8 @@ func (c *Core) Status(now time.Time) Status {
 		ProbeTimerArmed:       c.timers[TimerProbe].armed,
 		CampaignHeld:          c.campaignHeld,
 		HeartbeatTimerArmed:   c.timers[TimerHeartbeat].armed,
-		HeartbeatInLast:       c.heartbeatInLast,
-		HeartbeatOutLast:      c.heartbeatOutLast,
+		HeartbeatInLast:       c.clock.time(c.heartbeatInLast),
+		HeartbeatOutLast:      c.clock.time(c.heartbeatOutLast),
 		ElectionTimeoutMin:    c.cfg.ElectionTimeoutMin,
 		ElectionTimeoutMax:    c.cfg.ElectionTimeoutMax,
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,

@@ -58,13 +58,13 @@ func (c *Core) mayCampaignDirected() bool {
 // to the view it holds (if any), and what it would form has at least
 // MinClusterSize members.
 func (c *Core) mayForm() bool {
-	if !c.outside.stamp.IsZero() {
+	if !c.out().stamp.IsZero() {
 		return false
 	}
 	if c.view != nil {
 		return !c.view.Stamp.Agreed && c.inView() && c.view.size() >= c.cfg.MinClusterSize
 	}
-	return len(c.declaredSet()) >= c.cfg.MinClusterSize
+	return c.declaredCount() >= c.cfg.MinClusterSize
 }
 
 // ownSet is what this member reports in a formation: its view's members, or

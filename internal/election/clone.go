@@ -32,6 +32,10 @@ func (c *Core) Clone(r *rand.Rand) *Core {
 	}
 	n.cfg.Bootstrap = slices.Clone(c.cfg.Bootstrap)
 	n.view = c.view.clone()
+	if c.outside != nil {
+		o := *c.outside
+		n.outside = &o
+	}
 	n.peers = c.peers.clone()
 	n.withdrawn = maps.Clone(c.withdrawn)
 	n.removals = maps.Clone(c.removals)
@@ -76,7 +80,11 @@ func (t peerTable) clone() peerTable {
 	n := peerTable{sorted: slices.Clone(t.sorted), list: make([]*peer, len(t.list))}
 	copies := make([]peer, len(t.list)) // one allocation for all
 	for i, p := range t.list {
-		copies[i] = *p // a peer holds values only
+		copies[i] = *p // a peer holds values, and rare
+		if p.rare != nil {
+			r := *p.rare
+			copies[i].rare = &r
+		}
 		n.list[i] = &copies[i]
 	}
 	return n
@@ -144,31 +152,32 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = appendPID(b, c.leader)
 	b = appendProcessID(b, c.leaderID)
 	b = appendKey(b, c.committed)
-	b = appendStamp(b, c.outside.stamp)
-	b = appendProcessID(b, c.outside.leader)
+	b = appendStamp(b, c.out().stamp)
+	b = appendProcessID(b, c.out().leader)
 	b = append(b, byte(c.reported.role))
 	b = appendPID(b, c.reported.leader)
 	b = binary.AppendUvarint(b, uint64(c.denials))
 	b = appendBools(b, c.hardDirty, !c.leaderHeardAt.IsZero(), c.leaderLive(now),
 		c.next.skipPreVote, c.next.transfer, c.campaignHeld, c.hostShortcut,
 		c.declines(now), c.storageErr != nil, c.fatal != nil,
-		!c.electionStart.IsZero(), !c.electionStart.IsZero() && !now.Before(c.electionStart.Add(c.electionWait)),
+		!c.electionStart.IsZero(), !c.electionStart.IsZero() && !now.Before(c.clock.time(c.electionStart).Add(c.electionWait)),
 		c.electionLazy, c.hasReady())
 	for _, t := range c.timers {
 		b = appendBools(b, t.armed)
 	}
-	b = c.peers.appendKey(b, c.cfg, now)
+	b = c.peers.appendKey(b, c.cfg, c.clock, now)
 	b = c.appendRecency(b)
 	b = appendNodes(b, standing(c.withdrawn, now))
 	b = appendNodes(b, slices.Sorted(maps.Keys(c.removals)))
 	b = c.camp.appendKey(b)
-	b = c.lead.appendKey(b, c.peers)
+	b = c.lead.appendKey(b, c.peers, c.clock)
 	b = appendString(b, string(c.deadLeader))
 	b = c.deferred.appendKey(b, c.cfg, now)
 	return c.handover.appendKey(b, c.cfg, now)
 }
 
-func (t peerTable) appendKey(b []byte, cfg Config, now time.Time) []byte {
+func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byte {
+	at := k.at(now)
 	window := cfg.evidenceWindow()
 	admit := 2 * cfg.ElectionTimeoutMax // Core.admitWindow
 	b = binary.AppendUvarint(b, uint64(len(t.sorted)))
@@ -180,16 +189,16 @@ func (t peerTable) appendKey(b []byte, cfg Config, now time.Time) []byte {
 		b = binary.AppendVarint(b, p.startedNanos)
 		b = appendStamp(b, p.acked)
 		b = binary.AppendUvarint(b, p.ackedTerm)
-		b = appendPID(b, p.endedPID)
+		b = appendPID(b, p.endedPID())
 		b = appendPID(b, p.reported)
 		b = appendBools(b, p.declared, p.answered, !p.unreachableSince.IsZero(),
 			!p.lastInbound.IsZero(), !p.lastReply.IsZero(), !p.lastSend.IsZero(), p.sendFailing,
-			!p.steadySince.IsZero(), !p.steadySince.IsZero() && now.Sub(p.steadySince) >= cfg.PreferStableFor,
-			!p.memberSince.IsZero(), p.ended != "", p.declines,
-			p.reached(EvidenceContact, now, window), p.reached(EvidenceReplies, now, window),
-			!p.lastReply.IsZero() && now.Sub(p.lastReply) < window,
-			p.alive(now, admit), now.Sub(p.lastInbound) < cfg.GhostTTL,
-			p.silentFor(now) >= cfg.GhostTTL)
+			!p.steadySince.IsZero(), !p.steadySince.IsZero() && at.Sub(p.steadySince) >= cfg.PreferStableFor,
+			!p.memberSince.IsZero(), p.ended() != "", p.declines,
+			p.reached(EvidenceContact, at, window), p.reached(EvidenceReplies, at, window),
+			!p.lastReply.IsZero() && at.Sub(p.lastReply) < window,
+			p.alive(at, admit), now.Sub(k.time(p.lastInbound)) < cfg.GhostTTL,
+			p.silentFor(k, now) >= cfg.GhostTTL)
 	}
 	return b
 }
@@ -198,7 +207,7 @@ func (t peerTable) appendKey(b []byte, cfg Config, now time.Time) []byte {
 // leader choosing whom to hand over to compares them: each peer's rank,
 // equal times sharing one.
 func (c *Core) appendRecency(b []byte) []byte {
-	at := func(p *peer) time.Time { return latest(p.lastReply, p.lastInbound) }
+	at := func(p *peer) time.Time { return latest(c.clock.time(p.lastReply), c.clock.time(p.lastInbound)) }
 	order := slices.Clone(c.peers.sorted)
 	slices.SortStableFunc(order, func(x, y gen.Atom) int {
 		return at(c.peers.get(y)).Compare(at(c.peers.get(x)))
@@ -240,7 +249,7 @@ func (camp *campaign) appendKey(b []byte) []byte {
 
 // appendKey encodes a leadership; peers tell whether each admission's peer
 // answered since it was asked for, the only way its time is read.
-func (l *leadership) appendKey(b []byte, peers peerTable) []byte {
+func (l *leadership) appendKey(b []byte, peers peerTable, k clock) []byte {
 	if l == nil {
 		return append(b, 0)
 	}
@@ -251,7 +260,7 @@ func (l *leadership) appendKey(b []byte, peers peerTable) []byte {
 		a := l.adds[node]
 		p := peers.get(node)
 		b = appendProcessID(b, a.id)
-		b = appendBools(b, p != nil && !p.lastInbound.Before(a.since))
+		b = appendBools(b, p != nil && !k.time(p.lastInbound).Before(a.since))
 	}
 	return appendNodes(b, slices.Sorted(maps.Keys(l.removes)))
 }

@@ -12,6 +12,9 @@ import (
 type Core struct {
 	cfg  Config
 	self gen.PID
+	// clock turns the times below (and the peers') into instants: one word
+	// each instead of a time.Time's three.
+	clock clock
 
 	// Durable state: what HardState carries.
 	term     uint64
@@ -20,7 +23,7 @@ type Core struct {
 	// before it took part in a formation. Voting, candidacy and every
 	// comparison use it.
 	view          *View
-	termChangedAt time.Time
+	termChangedAt instant
 	hardDirty     bool // term, vote or view changed since the last Ready
 
 	// role is the protocol role: follower, candidate or leader. What the user
@@ -28,7 +31,7 @@ type Core struct {
 	role          Role
 	leader        gen.PID       // the leader recognised at term; self when leading
 	leaderID      gen.ProcessID // its name
-	leaderHeardAt time.Time     // last heartbeat from a live leader, for stickiness
+	leaderHeardAt instant       // last heartbeat from a live leader, for stickiness
 	// committed is the newest view key known committed: computed when
 	// leading, told by heartbeats when following.
 	committed ViewKey
@@ -43,8 +46,9 @@ type Core struct {
 	removals map[gen.Atom]bool
 	// outside is the agreed cluster this member has heard of without being in
 	// its view: it asks that cluster's leader to admit it instead of forming
-	// a cluster of its own.
-	outside outsideCluster
+	// a cluster of its own. Nil when none, as for most members; read it
+	// through out.
+	outside *outsideCluster
 
 	camp *campaign   // the running election; nil when none
 	lead *leadership // set while leading
@@ -81,13 +85,13 @@ type Core struct {
 	timers [timerKinds]timerState
 	// The election timeout runs from electionStart for electionWait; with
 	// electionLazy a heartbeat moves the start without re-arming the timer.
-	electionStart time.Time
+	electionStart instant
 	electionWait  time.Duration
 	electionLazy  bool
 	ready         Ready
 
-	heartbeatInLast  time.Time
-	heartbeatOutLast time.Time
+	heartbeatInLast  instant
+	heartbeatOutLast instant
 	lastGranted      []gen.Atom
 	stats            counters
 }
@@ -165,14 +169,14 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		return nil, fmt.Errorf("election: stored view is malformed (%s): %w", hs.View, gen.ErrMalformed)
 	}
 	c := &Core{
-		cfg:           cfg,
-		self:          self,
-		role:          RoleFollower,
-		term:          hs.Term,
-		votedFor:      hs.VotedFor,
-		view:          hs.View.clone(),
-		termChangedAt: now,
-		peers:         newPeerTable(),
+		cfg:      cfg,
+		self:     self,
+		role:     RoleFollower,
+		term:     hs.Term,
+		votedFor: hs.VotedFor,
+		view:     hs.View.clone(),
+		clock:    clock{origin: now},
+		peers:    newPeerTable(),
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
@@ -187,12 +191,21 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 	if c.view != nil && c.view.Stamp.Agreed && !c.inView() {
 		// Removed before it stopped: it asks that cluster to admit it again,
 		// as it would had it learned of its removal now.
-		c.outside = outsideCluster{stamp: c.view.Stamp}
+		c.outside = &outsideCluster{stamp: c.view.Stamp}
 	}
+	c.termChangedAt = c.clock.at(now)
 	c.reported = reportedState{role: c.visibleRole()}
 	c.armCampaign(now)
 	c.armProbe()
 	return c, nil
+}
+
+// out is the agreed cluster this member is outside of; zero when none.
+func (c *Core) out() outsideCluster {
+	if c.outside == nil {
+		return outsideCluster{}
+	}
+	return *c.outside
 }
 
 // members lists v's members; nil for no view.
@@ -223,7 +236,7 @@ func (c *Core) effect(e Effect) { c.ready.Effects = append(c.ready.Effects, e) }
 
 // send queues msg for p and records the attempt as evidence until reported failed.
 func (c *Core) send(now time.Time, p *peer, msg any) {
-	p.lastSend = now
+	p.lastSend = c.clock.at(now)
 	p.sendFailing = false
 	c.ready.Messages = append(c.ready.Messages, p.target(msg))
 }
@@ -255,7 +268,7 @@ func (c *Core) hdr(term uint64) Header {
 func (c *Core) setTerm(now time.Time, term uint64) {
 	c.term = term
 	c.votedFor = gen.ProcessID{}
-	c.termChangedAt = now
+	c.termChangedAt = c.clock.at(now)
 	c.hardDirty = true
 }
 
@@ -270,7 +283,7 @@ func (c *Core) leaderLive(now time.Time) bool {
 	if c.role == RoleLeader {
 		return true
 	}
-	return !c.leaderHeardAt.IsZero() && now.Sub(c.leaderHeardAt) < c.cfg.ElectionTimeoutMin
+	return !c.leaderHeardAt.IsZero() && c.clock.at(now).Sub(c.leaderHeardAt) < c.cfg.ElectionTimeoutMin
 }
 
 // inView reports whether this member belongs to the view it holds.
@@ -284,13 +297,31 @@ func (c *Core) agreed() bool { return c.view != nil && c.view.Stamp.Agreed && c.
 // member"), none withdrawn: what a formation would be made of. It is a
 // local belief only; a formation's safety rests on its grants.
 func (c *Core) declaredSet() []gen.ProcessID {
-	out := []gen.ProcessID{c.cfg.Self}
-	for _, n := range c.peers.nodes() {
-		if p := c.peers.get(n); (p.declared || p.answered) && c.withdrawn[n].IsZero() {
+	out := make([]gen.ProcessID, 1, 1+len(c.peers.list))
+	out[0] = c.cfg.Self
+	for i, n := range c.peers.nodes() {
+		if p := c.peers.list[i]; c.declaredPeer(n, p) {
 			out = append(out, p.id)
 		}
 	}
 	return out
+}
+
+// declaredCount is len(declaredSet()), without making the set: members
+// without a view ask it after every input.
+func (c *Core) declaredCount() int {
+	count := 1
+	for i, n := range c.peers.nodes() {
+		if c.declaredPeer(n, c.peers.list[i]) {
+			count++
+		}
+	}
+	return count
+}
+
+// declaredPeer reports whether p, on node n, belongs to the declared set.
+func (c *Core) declaredPeer(n gen.Atom, p *peer) bool {
+	return (p.declared || p.answered) && c.withdrawn[n].IsZero()
 }
 
 func (c *Core) takeReady() Ready {

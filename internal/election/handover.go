@@ -91,7 +91,7 @@ func (c *Core) handOverCandidate(now time.Time) (gen.Atom, bool) {
 		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() {
 			continue
 		}
-		at, avoided := latest(p.lastReply, p.lastInbound), c.avoided(m.Node, now)
+		at, avoided := latest(c.clock.time(p.lastReply), c.clock.time(p.lastInbound)), c.avoided(m.Node, now)
 		if best == "" || (bestAvoided && !avoided) || (avoided == bestAvoided && at.After(bestAt)) {
 			best, bestAt, bestAvoided = m.Node, at, avoided
 		}
@@ -134,9 +134,9 @@ func (c *Core) onTimeoutNow(now time.Time, from gen.PID, m MessageTimeoutNow) {
 	}
 	if p := c.peers.byPID(from); m.Ending && p != nil {
 		// Its down follows; until it comes the member must not count as live.
-		p.ended, p.endedPID = "its process is ending: it handed leadership over", from
+		p.setEnded("its process is ending: it handed leadership over", from)
 	}
 	c.recognise(gen.PID{})
-	c.leaderHeardAt = time.Time{}
+	c.leaderHeardAt = 0
 	c.campaign(now, true)
 }

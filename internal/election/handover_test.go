@@ -199,7 +199,7 @@ func TestEndingHandoverMarksOnlyTheLifeThatSentIt(t *testing.T) {
 	require.Equal(t, RoleCandidate, h.c.role, "the handover's target campaigns")
 	term := h.c.Term()
 	p := h.c.peers.get(nodeName(2))
-	require.NotEmpty(t, p.ended, "n2's life said it ends")
+	require.NotEmpty(t, p.ended(), "n2's life said it ends")
 
 	h.step(2, ending) // replayed or duplicated: its term is over
 	assert.Equal(t, term, h.c.Term(), "a replayed handover starts no second campaign")
@@ -207,10 +207,10 @@ func TestEndingHandoverMarksOnlyTheLifeThatSentIt(t *testing.T) {
 	reborn := gen.PID{Node: nodeName(2), ID: 1000, Creation: 2}
 	h.c.Step(h.now, reborn, MessageVote{Header: hdr(2, term, h.stamp()), Granted: true})
 	h.collect()
-	assert.Empty(t, p.ended, "the new life is live")
+	assert.Empty(t, p.ended(), "the new life is live")
 	h.c.PeerDown(h.now, peerPID(2), gen.TerminateReasonNormal)
 	h.collect()
-	assert.Empty(t, p.ended, "the old life's late down names a process no longer known")
+	assert.Empty(t, p.ended(), "the old life's late down names a process no longer known")
 	require.True(t, h.c.IsProtocolLeader(), "n1 won with n2's new life")
 	h.c.Step(h.now, reborn, MessageHeartbeatAck{Header: hdr(2, term, h.stamp())})
 	h.ack(3, term)

@@ -52,9 +52,9 @@ func (c *Core) becomeLeader(now time.Time) {
 			continue
 		}
 		p := c.peers.ensure(m)
-		p.memberSince = now
-		if p.ended != "" {
-			c.lead.removes[m.Node] = p.ended
+		p.memberSince = c.clock.at(now)
+		if p.ended() != "" {
+			c.lead.removes[m.Node] = p.ended()
 		}
 	}
 	c.sendHeartbeats(now)
@@ -75,7 +75,7 @@ func (c *Core) sendHeartbeats(now time.Time) {
 		}
 		c.send(now, p, hb)
 	}
-	c.heartbeatOutLast = now
+	c.heartbeatOutLast = c.clock.at(now)
 	c.arm(TimerHeartbeat, c.cfg.HeartbeatInterval)
 }
 
@@ -85,7 +85,7 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 		c.drop(dropForeign) // a newer term this member did not take: an outsider
 		return
 	}
-	if p := c.peers.get(from.Node); p != nil && p.ended != "" && p.endedPID == from {
+	if p := c.peers.get(from.Node); p != nil && p.ended() != "" && p.endedPID() == from {
 		// Sent before its process ended, read after the down (the runtime
 		// hands downs over first): a dead process leads nothing.
 		c.drop(dropUnexpected)
@@ -130,8 +130,8 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 	c.next = nextCampaign{}
 	c.recognise(from)
 	c.leaderID = m.From
-	c.leaderHeardAt = now
-	c.heartbeatInLast = now
+	c.leaderHeardAt = c.clock.at(now)
+	c.heartbeatInLast = c.leaderHeardAt
 	c.touchElection(now)
 	if m.View != nil {
 		c.acceptView(now, m.View, true)
@@ -223,7 +223,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 	c.tidyPeers(now)
 	reached := 1
 	for _, m := range c.view.Members {
-		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, now, c.cfg.evidenceWindow()) {
+		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock.at(now), c.cfg.evidenceWindow()) {
 			reached++
 		}
 	}
@@ -263,7 +263,7 @@ func (c *Core) publishable() bool {
 		return false
 	}
 	for _, m := range c.view.Members {
-		if p := c.peers.get(m.Node); p != nil && p.ended != "" {
+		if p := c.peers.get(m.Node); p != nil && p.ended() != "" {
 			return false
 		}
 	}

@@ -81,9 +81,9 @@ func (c *Core) install(v *View, reason string) {
 	}
 	switch {
 	case v.Stamp.Agreed && !c.inView():
-		c.outside = outsideCluster{stamp: v.Stamp, leader: c.outside.leader}
-	case c.outside.stamp.Lineage == v.Stamp.Lineage || c.inView():
-		c.outside = outsideCluster{}
+		c.outside = &outsideCluster{stamp: v.Stamp, leader: c.out().leader}
+	case c.out().stamp.Lineage == v.Stamp.Lineage || c.inView():
+		c.outside = nil
 	}
 	for n := range c.removals {
 		if !v.has(n) {
@@ -140,7 +140,7 @@ func (c *Core) requestAdd(now time.Time, p *peer) {
 	case c.lead != nil:
 		c.queueAdd(now, p.id)
 		c.maybeChange(now)
-	case p.alive(now, c.admitWindow()) && c.agreed():
+	case p.alive(c.clock.at(now), c.admitWindow()) && c.agreed():
 		c.forward(now, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{p.id}})
 	}
 }
@@ -187,8 +187,8 @@ func (c *Core) forward(now time.Time, m MessageMembership) {
 	switch {
 	case c.leader != (gen.PID{}) && c.role != RoleLeader:
 		c.sendTo(now, c.leader, c.leaderID, m)
-	case c.outside.leader != (gen.ProcessID{}):
-		c.sendByName(c.outside.leader, m)
+	case c.out().leader != (gen.ProcessID{}):
+		c.sendByName(c.out().leader, m)
 	}
 }
 
@@ -218,7 +218,7 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 	if _, queued := c.lead.adds[p.Node]; !queued {
 		c.lead.adds[p.Node] = admission{id: p, since: now}
 	}
-	if pe := c.peers.ensure(p); pe.lastInbound.Before(c.lead.adds[p.Node].since) {
+	if pe := c.peers.ensure(p); c.clock.time(pe.lastInbound).Before(c.lead.adds[p.Node].since) {
 		c.negotiate(now, pe)
 	}
 	c.armProbe()
@@ -237,7 +237,7 @@ func (c *Core) queueRemove(now time.Time, node gen.Atom, reason string) {
 func (c *Core) expireGhosts(now time.Time) {
 	for _, m := range c.view.Members {
 		p := c.peers.get(m.Node)
-		if m.Node == c.cfg.Self.Node || p == nil || p.silentFor(now) < c.cfg.GhostTTL {
+		if m.Node == c.cfg.Self.Node || p == nil || p.silentFor(c.clock, now) < c.cfg.GhostTTL {
 			continue
 		}
 		if _, queued := c.lead.removes[m.Node]; !queued {
@@ -272,7 +272,7 @@ func (c *Core) maybeChange(now time.Time) {
 		switch {
 		case c.view.has(n) || c.isWithdrawn(n, now):
 			delete(l.adds, n)
-		case p == nil || p.lastInbound.Before(a.since) || !p.unreachableSince.IsZero():
+		case p == nil || c.clock.time(p.lastInbound).Before(a.since) || !p.unreachableSince.IsZero():
 			continue // admitted once it answers; probed meanwhile
 		default:
 			delete(l.adds, n)
@@ -311,7 +311,7 @@ func (c *Core) propose(now time.Time, v *View, reason string) {
 	c.lead.change = reason
 	for _, m := range v.Members {
 		if !old.has(m.Node) {
-			c.peers.get(m.Node).memberSince = now
+			c.peers.get(m.Node).memberSince = c.clock.at(now)
 		}
 	}
 	for _, m := range old.Members {
@@ -337,7 +337,7 @@ func (c *Core) tidyPeers(now time.Time) {
 		p := c.peers.get(n)
 		_, wanted := c.lead.addsOf()[n]
 		if c.view.has(n) || p.declared || wanted ||
-			(c.camp != nil && c.camp.reported[n] != nil) || now.Sub(p.lastInbound) < c.cfg.GhostTTL {
+			(c.camp != nil && c.camp.reported[n] != nil) || now.Sub(c.clock.time(p.lastInbound)) < c.cfg.GhostTTL {
 			continue
 		}
 		if p.pid != (gen.PID{}) {
@@ -361,7 +361,7 @@ func (c *Core) needsProbe() bool {
 }
 
 // joining reports whether this member is outside an agreed cluster it knows.
-func (c *Core) joining() bool { return !c.outside.stamp.IsZero() }
+func (c *Core) joining() bool { return !c.out().stamp.IsZero() }
 
 // probeTarget reports whether p is a declared peer outside the view, not
 // withdrawn: it may not know of this member, or may be waiting to be admitted.
@@ -392,7 +392,7 @@ func (c *Core) onProbeTick(now time.Time) {
 		if !c.probeTarget(p) {
 			continue
 		}
-		if c.view != nil && p.alive(now, c.admitWindow()) {
+		if c.view != nil && p.alive(c.clock.at(now), c.admitWindow()) {
 			c.requestAdd(now, p)
 		}
 		c.negotiate(now, p)
@@ -405,8 +405,8 @@ func (c *Core) onProbeTick(now time.Time) {
 		}
 	}
 	if c.joining() {
-		if c.outside.leader != (gen.ProcessID{}) {
-			c.sendByName(c.outside.leader, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{c.cfg.Self}})
+		if c.out().leader != (gen.ProcessID{}) {
+			c.sendByName(c.out().leader, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{c.cfg.Self}})
 		}
 		// Ask the members we know too, even with a leader named: their
 		// refusals name the leader they follow now and carry their term, so
@@ -452,9 +452,9 @@ func (c *Core) learnLeaderHint(now time.Time, m MessageVote) {
 	if l.Node == "" || l.Name == "" || l.Node == c.cfg.Self.Node || c.isWithdrawn(l.Node, now) {
 		return
 	}
-	if c.joining() && (m.Header.View.Lineage == c.outside.stamp.Lineage || c.outside.leader == (gen.ProcessID{})) {
-		if c.outside.leader != l {
-			c.outside.leader = l
+	if c.joining() && (m.Header.View.Lineage == c.out().stamp.Lineage || c.out().leader == (gen.ProcessID{})) {
+		if c.out().leader != l {
+			c.outside.leader = l // joining: outside is set
 			c.sendByName(l, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{c.cfg.Self}})
 		}
 	}
@@ -469,17 +469,16 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	wasLeader := c.role != RoleLeader && c.leader == pid
 	noConnection := errors.Is(reason, gen.ErrNoConnection)
 	p.pid = gen.PID{}
-	p.unreachableSince = now
-	p.steadySince = time.Time{}
+	p.unreachableSince = c.clock.at(now)
+	p.steadySince = 0
 	c.syncPeer(p)
 	c.armProbe()
 	if !noConnection {
 		// A real end removes the member at once: now if this member leads,
 		// else as soon as its successor's view commits.
-		p.ended = fmt.Sprintf("its process ended: %v", reason)
-		p.endedPID = pid
+		p.setEnded(fmt.Sprintf("its process ended: %v", reason), pid)
 		if c.lead != nil {
-			c.queueRemove(now, p.id.Node, p.ended)
+			c.queueRemove(now, p.id.Node, p.ended())
 			c.maybeChange(now)
 		}
 	}
@@ -487,7 +486,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 		return
 	}
 	c.recognise(gen.PID{})
-	c.leaderHeardAt = time.Time{}
+	c.leaderHeardAt = 0
 	c.deadLeader = p.id.Node
 	if c.cfg.fastFailover() && c.mayCampaign() {
 		c.next.skipPreVote = !noConnection
@@ -515,7 +514,7 @@ func (c *Core) reform(now time.Time) (*View, error) {
 	for _, m := range c.ownSet() {
 		p := c.peers.get(m.Node)
 		if m.Node != c.cfg.Self.Node && p != nil && p.unreachableSince.IsZero() && !p.lastInbound.IsZero() &&
-			now.Sub(p.lastInbound) < 2*c.cfg.ElectionTimeoutMax {
+			now.Sub(c.clock.time(p.lastInbound)) < 2*c.cfg.ElectionTimeoutMax {
 			live = append(live, m)
 		}
 	}
@@ -530,7 +529,7 @@ func (c *Core) reform(now time.Time) (*View, error) {
 	}
 	v := newView(stamp, live)
 	c.install(v, "re-formed by the operator from the members heard from lately")
-	c.outside = outsideCluster{}
+	c.outside = nil
 	c.campaign(now, true)
 	return v.clone(), nil
 }

@@ -9,8 +9,10 @@ import (
 
 // peer is another member this one knows of, keyed by node: a member of its
 // view, a peer it declared (Bootstrap, Join), or one that contacted it. A
-// member holds one per peer, so the fields are laid out to fit a smaller
-// allocation: the flags together, the start time as its wire nanoseconds.
+// member holds one per peer, so the fields are laid out to fit a 224-byte
+// allocation: the flags together, the clock readings as instants of the
+// Core's clock, the start time as its wire nanoseconds, and what only an
+// ended or failing peer has behind a pointer.
 type peer struct {
 	id  gen.ProcessID
 	pid gen.PID // zero until it answers, and again once its connection drops
@@ -22,32 +24,89 @@ type peer struct {
 	// declines: its last acknowledgement said it would not take leadership.
 	declines bool
 	// unreachableSince is non-zero while its connection is down.
-	unreachableSince time.Time
-	lastInbound      time.Time // last valid protocol message from it
-	lastReply        time.Time // last vote answer or heartbeat ack from it
-	lastSend         time.Time // last message generated for it
-	lastSendErr      error     // why the last send failed, for inspection
+	unreachableSince instant
+	lastInbound      instant // last valid protocol message from it
+	lastReply        instant // last vote answer or heartbeat ack from it
+	lastSend         instant // last message generated for it
+	// steadySince starts its current run of replies, each within the
+	// evidence window of the one before; zero when the run is broken.
+	steadySince instant
+	// memberSince is when this leader began counting the peer's silence: the
+	// later of the leader's election and the peer's admission. A member
+	// silent for GhostTTL since then is removed.
+	memberSince instant
 	// startedNanos is its start time, from its messages, as they carry it
 	// (startedNanos); zero when unknown. See started.
 	startedNanos int64
-	// steadySince starts its current run of replies, each within the
-	// evidence window of the one before; zero when the run is broken.
-	steadySince time.Time
 	// acked is the view stamp it last acknowledged to this member as leader,
 	// at term ackedTerm; a view is committed when a majority acked its key at
 	// the leader's term.
 	acked     ViewStamp
 	ackedTerm uint64
-	// memberSince is when this leader began counting the peer's silence: the
-	// later of the leader's election and the peer's admission. A member
-	// silent for GhostTTL since then is removed.
-	memberSince time.Time
+	// reported is the PID last reported to HandlePeerJoined, zero when none.
+	reported gen.PID
+	// rare holds what few peers ever have; nil until one of its fields is set.
+	rare *peerRare
+}
+
+// peerRare is what a peer holds only once its process ended or a send to
+// it failed.
+type peerRare struct {
 	// ended says why its process ended, "" unless a monitor reported a real
 	// end (not a lost connection); a leader removes such a member at once.
 	ended    string
 	endedPID gen.PID
-	// reported is the PID last reported to HandlePeerJoined, zero when none.
-	reported gen.PID
+	sendErr  error // why the last send failed, for inspection
+}
+
+// ended is why p's process ended, "" when it did not (see peerRare).
+func (p *peer) ended() string {
+	if p.rare == nil {
+		return ""
+	}
+	return p.rare.ended
+}
+
+// endedPID is the PID whose end ended names.
+func (p *peer) endedPID() gen.PID {
+	if p.rare == nil {
+		return gen.PID{}
+	}
+	return p.rare.endedPID
+}
+
+// setEnded records why p's process pid ended.
+func (p *peer) setEnded(why string, pid gen.PID) {
+	if p.rare == nil {
+		p.rare = &peerRare{}
+	}
+	p.rare.ended, p.rare.endedPID = why, pid
+}
+
+// clearEnded forgets why p's process ended (it spoke again); endedPID stays.
+func (p *peer) clearEnded() {
+	if p.rare != nil {
+		p.rare.ended = ""
+	}
+}
+
+// lastSendErr is why the last send to p failed, nil when none did.
+func (p *peer) lastSendErr() error {
+	if p.rare == nil {
+		return nil
+	}
+	return p.rare.sendErr
+}
+
+// setSendErr records why the last send to p failed.
+func (p *peer) setSendErr(err error) {
+	if p.rare == nil {
+		if err == nil {
+			return
+		}
+		p.rare = &peerRare{}
+	}
+	p.rare.sendErr = err
 }
 
 // started is p's start time, zero when unknown.
@@ -62,11 +121,11 @@ func (p *peer) target(msg any) Outbound {
 }
 
 // reached reports whether p counts, under rule e, as reached within window.
-func (p *peer) reached(e Evidence, now time.Time, window time.Duration) bool {
+func (p *peer) reached(e Evidence, now instant, window time.Duration) bool {
 	if !p.unreachableSince.IsZero() {
 		return false // its connection dropped: nothing sent since reached it
 	}
-	recent := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) < window }
+	recent := func(t instant) bool { return !t.IsZero() && now.Sub(t) < window }
 	if e == EvidenceReplies {
 		return recent(p.lastReply)
 	}
@@ -75,7 +134,7 @@ func (p *peer) reached(e Evidence, now time.Time, window time.Duration) bool {
 
 // alive reports whether p was heard from within window and its connection
 // has not dropped since: the evidence a leader needs before admitting it.
-func (p *peer) alive(now time.Time, window time.Duration) bool {
+func (p *peer) alive(now instant, window time.Duration) bool {
 	return p.unreachableSince.IsZero() && !p.lastInbound.IsZero() && now.Sub(p.lastInbound) < window
 }
 
@@ -87,8 +146,8 @@ func (p *peer) handOverTarget() bool {
 }
 
 // silentFor is how long p has been silent as a member of this leader's view.
-func (p *peer) silentFor(now time.Time) time.Duration {
-	return now.Sub(latest(p.lastInbound, p.memberSince))
+func (p *peer) silentFor(k clock, now time.Time) time.Duration {
+	return now.Sub(latest(k.time(p.lastInbound), k.time(p.memberSince)))
 }
 
 // peerTable holds the known peers with their nodes kept sorted, so every

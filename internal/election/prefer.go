@@ -125,17 +125,17 @@ func (p *peer) learnStarted(nanos int64) {
 	}
 	if nanos != p.startedNanos {
 		p.startedNanos = nanos
-		p.steadySince = time.Time{}
+		p.steadySince = 0
 	}
 }
 
 // replied records a reply from m at now, starting a new steady run when the
 // previous reply is older than window.
-func (p *peer) replied(now time.Time, window time.Duration) {
-	if p.steadySince.IsZero() || p.lastReply.IsZero() || now.Sub(p.lastReply) >= window {
-		p.steadySince = now
+func (p *peer) replied(at instant, window time.Duration) {
+	if p.steadySince.IsZero() || p.lastReply.IsZero() || at.Sub(p.lastReply) >= window {
+		p.steadySince = at
 	}
-	p.lastReply = now
+	p.lastReply = at
 }
 
 // preferredTarget picks the member to hand leadership to on a heartbeat tick:
@@ -154,7 +154,7 @@ func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
 	bestCand := c.selfCandidate()
 	for _, m := range c.view.Members {
 		p := c.peers.get(m.Node)
-		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, now, window) || c.avoided(m.Node, now) {
+		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, c.clock.at(now), window) || c.avoided(m.Node, now) {
 			continue
 		}
 		if pref.Kind == PreferOldest && p.startedNanos == 0 {
@@ -167,5 +167,5 @@ func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
 	if best == nil {
 		return "", false
 	}
-	return best.id.Node, !best.steadySince.IsZero() && now.Sub(best.steadySince) >= c.cfg.PreferStableFor
+	return best.id.Node, !best.steadySince.IsZero() && now.Sub(c.clock.time(best.steadySince)) >= c.cfg.PreferStableFor
 }

@@ -78,9 +78,9 @@ func (c *Core) below() string {
 	case c.storageErr != nil:
 		return fmt.Sprintf("durable state cannot be written: %v", c.storageErr)
 	case c.joining() && !c.agreed():
-		return fmt.Sprintf("outside the agreed view of lineage %s, asking its leader to be admitted", c.outside.stamp.Lineage)
-	case c.view == nil && len(c.declaredSet()) < min:
-		return fmt.Sprintf("%d declared members (itself included), below MinClusterSize %d, and no view yet", len(c.declaredSet()), min)
+		return fmt.Sprintf("outside the agreed view of lineage %s, asking its leader to be admitted", c.out().stamp.Lineage)
+	case c.view == nil && c.declaredCount() < min:
+		return fmt.Sprintf("%d declared members (itself included), below MinClusterSize %d, and no view yet", c.declaredCount(), min)
 	case c.view == nil:
 		return ""
 	case !c.inView():

@@ -322,7 +322,7 @@ func TestOutsiderWithAStaleLeaderIsReadmitted(t *testing.T) {
 		return asks && from == n3.name
 	}
 	nw.heal()
-	nw.runUntil("n3 asking n1 to be admitted", 5*time.Second, func() bool { return n3.core.outside.leader == procID(n1.name) })
+	nw.runUntil("n3 asking n1 to be admitted", 5*time.Second, func() bool { return n3.core.out().leader == procID(n1.name) })
 	n2 := nw.makeLeader(2)
 	require.Greater(t, n2.core.Term(), n3.core.Term(), "n3 lags behind the new leader's term")
 	nw.lose = nil

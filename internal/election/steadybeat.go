@@ -109,7 +109,7 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 			continue
 		}
 		// A stray peer is forgotten once silent for GhostTTL (tidyPeers).
-		end := p.lastInbound.Add(c.cfg.GhostTTL)
+		end := c.clock.time(p.lastInbound).Add(c.cfg.GhostTTL)
 		if !now.Before(end) {
 			return SteadyBeat{}, false
 		}
@@ -129,9 +129,9 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 			continue
 		}
 		p := c.peers.get(m.Node)
-		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
+		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
 			p.ackedTerm != c.term || p.acked != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
-			p.lastInbound.After(p.lastReply) || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
+			p.lastInbound > p.lastReply || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
 			return SteadyBeat{}, false
 		}
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
@@ -146,7 +146,7 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 				},
 				Declines: p.declines,
 			},
-			LastAck: p.lastReply,
+			LastAck: c.clock.time(p.lastReply),
 		})
 	}
 	if !quorum.Reached(len(sb.Members)+1, c.view.size()) {
@@ -190,16 +190,16 @@ func (c *Core) CatchUp(sb *SteadyBeat, b BeatenAhead) error {
 	}
 	for i, p := range peers {
 		if b.Beats > 0 {
-			p.lastSend, p.sendFailing = b.LastBeat, false
+			p.lastSend, p.sendFailing = c.clock.at(b.LastBeat), false
 		}
 		if a := b.Acks[i]; a.Count > 0 {
 			// Each within the window of the one before: the run of replies
 			// goes on, only its end moves.
-			p.lastInbound, p.lastReply = a.Last, a.Last
+			p.lastInbound, p.lastReply = c.clock.at(a.Last), c.clock.at(a.Last)
 		}
 	}
 	if b.Beats > 0 {
-		c.heartbeatOutLast = b.LastBeat
+		c.heartbeatOutLast = c.clock.at(b.LastBeat)
 	}
 	return nil
 }

@@ -193,7 +193,7 @@ func (c *Core) sticky(now time.Time, m MessageRequestVote) bool {
 // (joiners, foreign members) without joining the view.
 func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 	p := c.peers.ensure(h.From)
-	if p.ended != "" && p.endedPID == from {
+	if p.ended() != "" && p.endedPID() == from {
 		// Sent before its process ended (a down can overtake the process's
 		// last messages): the message still counts, the process stays ended.
 		return
@@ -204,20 +204,20 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 			c.effect(Demonitor{PID: old})
 		}
 		p.pid = from
-		p.steadySince = time.Time{}
+		p.steadySince = 0
 		c.effect(Monitor{PID: from})
 	}
 	p.learnStarted(h.Started)
 	p.answered = true
-	p.lastInbound = now
+	p.lastInbound = c.clock.at(now)
 	if reply {
-		p.replied(now, c.cfg.evidenceWindow())
+		p.replied(c.clock.at(now), c.cfg.evidenceWindow())
 	}
-	p.unreachableSince = time.Time{}
-	p.ended = ""
+	p.unreachableSince = 0
+	p.clearEnded()
 	c.syncPeer(p)
-	if h.View.Agreed && c.wouldSwitch(h.View) && h.View.Lineage != c.outside.stamp.Lineage {
-		c.outside = outsideCluster{stamp: h.View}
+	if h.View.Agreed && c.wouldSwitch(h.View) && h.View.Lineage != c.out().stamp.Lineage {
+		c.outside = &outsideCluster{stamp: h.View}
 		c.armProbe()
 	}
 }
