@@ -153,6 +153,7 @@ func tally(steps []observed) counts {
 			c.acks[s.from]++
 		case caughtUp:
 			c.ticks += m.beats
+			c.heartbeats[m.from] += m.heartbeats
 			for from, n := range m.acks {
 				c.acks[from] += n
 			}

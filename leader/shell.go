@@ -260,7 +260,8 @@ func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
 // with the hold, and the core's clock never runs back (an entry is stepped
 // no earlier than the last input). A held heartbeat was answered ahead with
 // the inbox's steady answer: the core's repeat of that answer is dropped
-// (send).
+// (send), and of several held with nothing between them only the last is
+// stepped.
 func (a *Actor) stepHeld() error {
 	acks, beats, ahead := a.inbox.take()
 	a.catchUp(&ahead)
@@ -272,6 +273,16 @@ func (a *Actor) stepHeld() error {
 		var at time.Time
 		beat := j < len(beats) && (i == len(acks) || gridEpoch.Add(beats[j]).Before(acks[i].at))
 		if beat {
+			// Of heartbeats with nothing held between them, stepping the
+			// last alone leaves the core where stepping each would
+			// (Core.SteadyAnswer): the others are skipped.
+			first := j
+			for j+1 < len(beats) && (i == len(acks) || gridEpoch.Add(beats[j+1]).Before(acks[i].at)) {
+				j++
+			}
+			if a.observeStep != nil && j > first {
+				a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: j - first, from: a.inbox.steady.Leader})
+			}
 			at = gridEpoch.Add(beats[j])
 		} else {
 			at = acks[i].at

@@ -208,8 +208,11 @@ func (a *Actor) catchUp(ahead *beatenAhead) {
 }
 
 // caughtUp is what Actor.observeStep sees of a catch-up: the ticks and
-// acknowledgements the core took at once.
+// acknowledgements a leader's core took at once, or the heartbeats from a
+// follower's leader it skipped, as stepping the last of them stands for.
 type caughtUp struct {
-	beats int
-	acks  map[gen.PID]int
+	beats      int
+	acks       map[gen.PID]int
+	heartbeats int
+	from       gen.PID
 }

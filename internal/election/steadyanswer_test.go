@@ -81,7 +81,9 @@ func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
 // Stepping a heartbeat that a steady answer matches, at any later time and
 // with no input in between, sends exactly that answer to the leader, makes
 // the election timer due Timeout after it and leaves the answer standing:
-// what lets a shell answer ahead, hold the timer and step later.
+// what lets a shell answer ahead, hold the timer and step later; and
+// stepping the last of several alone leaves the core where stepping them
+// all does, so a shell holding several steps only the last.
 // Checked in every state the hostile network reaches (varied Bootstrap
 // lists, losses, cuts, restarts, Join, Leave, storage failures).
 func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
@@ -126,6 +128,14 @@ func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
 					if !ok || again != sa {
 						rt.Fatalf("%s, heartbeat %d: the answer moved from %+v to %+v (%v)", name, k, sa, again, ok)
 					}
+				}
+				// Stepping the last of them alone leaves the core where
+				// stepping them all does: a shell may step only that one.
+				last := sn.core.Clone(nil)
+				last.Step(at, sa.Leader, sa.Heartbeat)
+				last.Ready()
+				if !sameState(c, last) {
+					rt.Fatalf("%s: stepping the last heartbeat alone left\n%+v\nwhere stepping them all left\n%+v", name, last.Status(at), c.Status(at))
 				}
 			}
 		}
