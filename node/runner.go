@@ -120,6 +120,7 @@ func (n *node) work() {
 			p.run()
 			s.mu.Lock()
 		}
+		s.runq.trim()
 		if s.stopped {
 			s.mu.Unlock()
 			return
@@ -193,21 +194,18 @@ func (p *process) pending() bool {
 	return p.urgent.Len() > 0 || p.system.Len() > 0 || p.main.Len() > 0 || p.kill.Load() != nil
 }
 
-// push queues a message and wakes the process. It returns false when the
+// push queues a copy of m and wakes the process. It returns false when the
 // target queue is full or the process has terminated.
 func (p *process) push(q *queue, m *gen.MailboxMessage) bool {
 	if p.State() == gen.ProcessStateTerminated {
 		return false
 	}
-	if m.From == p.pid {
-		// Its own messages (its timers, above all) are not refused by its
-		// bound, which guards it against others: a lost timer would never
-		// be armed again. They are as many as it arms.
-		q.PushPastLimit(m)
-	} else if !q.Push(m) {
+	// Its own messages (its timers, above all) are not refused by its
+	// bound, which guards it against others: a lost timer would never be
+	// armed again. They are as many as it arms.
+	if !q.pushMessage(m, m.From != p.pid) {
 		return false
 	}
-	p.in.Add(1)
 	p.wake()
 	return true
 }
