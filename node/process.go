@@ -70,6 +70,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		n.names[register] = p
 	}
 	n.procs[p.pid.ID] = p
+	n.table.store(p)
 	n.live.Add(1)
 	n.mu.Unlock()
 
@@ -108,6 +109,7 @@ func (p *process) initBehavior(args []any) (err error) {
 func (n *node) unregister(p *process) {
 	n.mu.Lock()
 	delete(n.procs, p.pid.ID)
+	n.table.remove(p, n.nextPID.Load())
 	if p.name != "" && n.names[p.name] == p {
 		delete(n.names, p.name)
 	}
