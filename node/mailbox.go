@@ -32,29 +32,31 @@ type queue struct {
 	pushed  atomic.Uint64        // items ever pushed; stored under mu
 	popSeen uint64               // a value popped had, for the limit check
 	limit   uint64               // 0: unbounded; fixed at spawn
-	_       [cacheLine]byte
 
+	// The runner's fields. untidy, written at most once per batch, and
+	// the padding make a gap of a cache line between the two sides.
+	untidy bool // a slab or a large buffer may be left since it last took in
+	_      [cacheLine - 1]byte
 	out    ring          // the runner's alone: items taken from in, oldest first
 	popped atomic.Uint64 // items ever popped or dropped; stored by the runner alone
-	untidy bool          // the runner's: a slab or a large buffer may be left since it last took in
 }
 
-// cacheLine is the span of a CPU cache line, as padding: fields on either
-// side of a cacheLine gap never share a line.
+// cacheLine is the span of a CPU cache line: bytes at least that far
+// apart never share a line.
 const cacheLine = 64
 
 // ring is a FIFO ring buffer of items; its owner serializes its use.
 type ring struct {
 	buf  []any // len is 0 or a power of two, at least minRing
-	head int
-	n    int
+	head int32 // 32 bits: three queues' rings are in every process
+	n    int32
 }
 
 func (r *ring) push(item any) {
-	if r.n == len(r.buf) {
+	if int(r.n) == len(r.buf) {
 		r.grow()
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = item
+	r.buf[(r.head+r.n)&r.mask()] = item
 	r.n++
 }
 
@@ -62,7 +64,7 @@ func (r *ring) push(item any) {
 func (r *ring) pop() any {
 	item := r.buf[r.head]
 	r.buf[r.head] = nil
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.head = (r.head + 1) & r.mask()
 	r.n--
 	if r.n == 0 {
 		r.head = 0
@@ -81,11 +83,14 @@ func (r *ring) trim() {
 	}
 }
 
+// mask turns a position into an index of buf.
+func (r *ring) mask() int32 { return int32(len(r.buf) - 1) }
+
 // grow doubles the buffer, keeping the items' order.
 func (r *ring) grow() {
 	buf := newRing(max(2*len(r.buf), minRing))
-	for i := 0; i < r.n; i++ {
-		j := (r.head + i) & (len(r.buf) - 1)
+	for i := int32(0); i < r.n; i++ {
+		j := (r.head + i) & r.mask()
 		buf[i] = r.buf[j]
 		r.buf[j] = nil
 	}
