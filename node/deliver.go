@@ -7,7 +7,8 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// deliver pushes m into q, telling a full mailbox from a gone process.
+// deliver pushes a copy of m into q, telling a full mailbox from a gone
+// process.
 func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 	if p.push(q, m) {
 		return nil
@@ -36,7 +37,8 @@ func (n *node) sendTo(from gen.PID, t target, message any) error {
 	if p == nil {
 		return fmt.Errorf("send to %v: %w", t, gen.ErrProcessUnknown)
 	}
-	return p.deliver(&p.main, &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message})
+	m := gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message}
+	return p.deliver(&p.main, &m)
 }
 
 // sendExit delivers an exit signal from `from` to pid.

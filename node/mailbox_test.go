@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
 )
 
 func TestQueue(t *testing.T) {
@@ -33,7 +35,7 @@ func TestQueue(t *testing.T) {
 		_, ok := q.Pop()
 		require.False(t, ok)
 	})
-	t.Run("a drained queue gives its large buffer back holding nothing, and keeps no buffer", func(t *testing.T) {
+	t.Run("a queue found empty gives its large buffer back holding nothing, and keeps no buffer", func(t *testing.T) {
 		var q queue
 		for round := 0; round < 20; round++ {
 			for i := 0; i < 200; i++ {
@@ -44,6 +46,8 @@ func TestQueue(t *testing.T) {
 				require.True(t, ok)
 				require.Equal(t, &[4]int{round, i}, v)
 			}
+			_, ok := q.Pop() // the runner finds the queue empty before it sleeps
+			require.False(t, ok)
 			require.Nil(t, q.in.buf, "a buffer above keptRing slots goes back to its pool")
 			require.Nil(t, q.out.buf, "a buffer above keptRing slots goes back to its pool")
 		}
@@ -62,6 +66,65 @@ func TestQueue(t *testing.T) {
 		require.True(t, q.Push(2))
 		require.False(t, q.Push(3))
 		require.EqualValues(t, 2, q.Len())
+	})
+	t.Run("a limited queue takes pushes again once the runner pops, and past the limit when told", func(t *testing.T) {
+		q := queue{limit: 2}
+		m := gen.MailboxMessage{Message: "m"}
+		require.True(t, q.pushMessage(&m, true))
+		require.True(t, q.Push(2))
+		require.False(t, q.pushMessage(&m, true))
+		require.True(t, q.pushMessage(&m, false), "past the limit")
+		require.EqualValues(t, 3, q.Len())
+		for range 2 {
+			_, ok := q.Pop()
+			require.True(t, ok)
+		}
+		require.True(t, q.Push(4), "one below the limit after two pops")
+		require.False(t, q.Push(5))
+		require.EqualValues(t, 2, q.Len())
+	})
+	t.Run("a popped message stays as it was while later ones are pushed and popped", func(t *testing.T) {
+		var q queue
+		var kept []*gen.MailboxMessage
+		sent := 0
+		for burst := 1; burst <= 40; burst++ { // backlogs of many sizes, so slabs of many sizes
+			for range burst {
+				m := gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(sent)}, Message: sent}
+				require.True(t, q.pushMessage(&m, true))
+				sent++
+			}
+			for {
+				v, ok := q.Pop()
+				if !ok {
+					break
+				}
+				kept = append(kept, v.(*gen.MailboxMessage))
+			}
+		}
+		require.Len(t, kept, sent)
+		for i, m := range kept {
+			require.Equal(t, gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(i)}, Message: i}, *m)
+		}
+	})
+	t.Run("a queue found empty after a burst keeps no slab", func(t *testing.T) {
+		var q queue
+		m := gen.MailboxMessage{Message: "burst"}
+		for range 100 {
+			require.True(t, q.pushMessage(&m, true))
+		}
+		_, ok := q.Pop()
+		require.True(t, ok)
+		for range 100 { // slabs grow with the backlog
+			require.True(t, q.pushMessage(&m, true))
+		}
+		require.NotNil(t, q.slab, "a backlog of 99 gets a slab larger than one message")
+		for q.Len() > 0 {
+			_, ok := q.Pop()
+			require.True(t, ok)
+		}
+		_, ok = q.Pop() // the runner finds the queue empty before it sleeps
+		require.False(t, ok)
+		require.Nil(t, q.slab, "the slab, and through it the payloads of popped messages, is let go")
 	})
 	t.Run("concurrent producers lose nothing and keep each producer's order", func(t *testing.T) {
 		var q queue

@@ -41,9 +41,10 @@ type node struct {
 	nextRef atomic.Uint64
 	state   atomic.Int32
 
-	mu    sync.RWMutex // guards procs and names, and orders state changes against spawns
+	mu    sync.RWMutex // guards procs and names, serializes table's writers, and orders state changes against spawns
 	procs map[uint64]*process
 	names map[gen.Atom]*process
+	table procTable // procs again, for lookups by ID without mu
 
 	live sync.WaitGroup // one count per process not yet terminated
 
@@ -117,10 +118,7 @@ func (n *node) lookup(pid gen.PID) *process {
 	if pid.Node != n.name || pid.Creation != n.creation {
 		return nil
 	}
-	n.mu.RLock()
-	p := n.procs[pid.ID]
-	n.mu.RUnlock()
-	return p
+	return n.table.load(pid.ID)
 }
 
 // lookupName returns the local process registered as name, or nil.

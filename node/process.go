@@ -24,12 +24,12 @@ type process struct {
 	system queue
 	main   queue
 
-	state   atomic.Int32                  // a gen.ProcessState
-	trap    atomic.Bool                   // exits arrive as messages
-	kill    atomic.Pointer[error]         // termination asked from outside (Kill, Stop)
-	abort   atomic.Pointer[chan struct{}] // set while the process waits in a Call; closed by requestTerminate
-	in, out atomic.Uint64                 // messages received / sent
-	log     atomic.Pointer[logger]        // made on first use; idle processes skip it
+	state atomic.Int32                  // a gen.ProcessState
+	trap  atomic.Bool                   // exits arrive as messages
+	kill  atomic.Pointer[error]         // termination asked from outside (Kill, Stop)
+	abort atomic.Pointer[chan struct{}] // set while the process waits in a Call; closed by requestTerminate
+	out   atomic.Uint64                 // messages sent (those received are the queues' pushed counts)
+	log   atomic.Pointer[logger]        // made on first use; idle processes skip it
 }
 
 func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args []any) (gen.PID, error) {
@@ -51,7 +51,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		born:     time.Now().UnixNano(),
 		logLevel: options.LogLevel,
 	}
-	p.main.limit = options.MailboxSize
+	p.main.limit = uint64(options.MailboxSize)
 	if parent != nil {
 		p.parent = parent.pid
 	}
@@ -70,6 +70,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		n.names[register] = p
 	}
 	n.procs[p.pid.ID] = p
+	n.table.store(p)
 	n.live.Add(1)
 	n.mu.Unlock()
 
@@ -108,6 +109,7 @@ func (p *process) initBehavior(args []any) (err error) {
 func (n *node) unregister(p *process) {
 	n.mu.Lock()
 	delete(n.procs, p.pid.ID)
+	n.table.remove(p, n.nextPID.Load())
 	if p.name != "" && n.names[p.name] == p {
 		delete(n.names, p.name)
 	}
@@ -217,7 +219,7 @@ func (p *process) info() gen.ProcessInfo {
 		Behavior:    fmt.Sprintf("%T", p.behavior),
 		State:       p.State(),
 		MailboxLen:  p.main.Len() + p.system.Len() + p.urgent.Len(),
-		MessagesIn:  p.in.Load(),
+		MessagesIn:  p.urgent.pushed.Load() + p.system.pushed.Load() + p.main.pushed.Load(),
 		MessagesOut: p.out.Load(),
 		TrapExit:    p.trap.Load(),
 		Uptime:      time.Since(time.Unix(0, p.born)),
