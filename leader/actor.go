@@ -228,12 +228,19 @@ func (a *Actor) ProcessRun() error {
 // ProcessTerminate hands leadership over when the actor ends on purpose
 // (so a reachable peer campaigns at once), then calls Terminate.
 func (a *Actor) ProcessTerminate(reason error) {
+	// It may end without handling a message (its node stopping): nothing
+	// more is answered or beaten ahead for it (coalescer.go, rules 6 and 7).
+	a.withdrawSteady()
 	if a.core != nil && a.core.IsLeader() && (errors.Is(reason, gen.TerminateReasonNormal) || errors.Is(reason, gen.TerminateReasonShutdown)) {
-		if err := a.core.StepDownToEnd(time.Now()); err == nil {
+		// As at every wake-up, the core takes what was done and held for
+		// it first, so it hands over knowing its members' last replies.
+		err := a.stepHeld()
+		if err == nil && a.core.IsLeader() && a.core.StepDownToEnd(time.Now()) == nil {
 			a.flush()
-			if err := a.takeFatal(); err != nil {
-				a.Log().Error("leader: handing leadership over while terminating: %v", err)
-			}
+			err = a.takeFatal()
+		}
+		if err != nil {
+			a.Log().Error("leader: handing leadership over while terminating: %v", err)
 		}
 	}
 	a.stopTimers()

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,4 +144,70 @@ func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
 	ib.publishBeat(&beat, lastAck)
 	_, ok := c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
 	assert.False(t, ok, "the tick wakes the leader, which steps what was held")
+}
+
+// stoppingProbe is a probe that, once stopping is set, records at its
+// HandleBecomeFollower whether its steady beat still stood and whether
+// something done under it had not reached its core yet.
+type stoppingProbe struct {
+	probe
+	stopping *atomic.Bool
+	seen     chan [2]bool
+}
+
+func (p *stoppingProbe) HandleBecomeFollower(gen.PID) error {
+	if p.stopping.Load() {
+		p.inbox.mu.Lock()
+		s := [2]bool{p.inbox.beating, p.inbox.ahead.active()}
+		p.inbox.mu.Unlock()
+		select {
+		case p.seen <- s:
+		default:
+		}
+	}
+	return nil
+}
+
+// A steady leader whose node stops hands leadership over as it ends
+// (ProcessTerminate, no message handled first): before it does, its steady
+// beat is withdrawn and what was done under it caught up on, so no tick is
+// sent ahead for a member that has stepped down and told its user so, and
+// it picks its successor from its members' real contact times. Found by the
+// adversarial review of beating ahead: the beat stood through the handover.
+func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T) {
+	nodes := startTestNodes(t, "sb", 3)
+	log := &stepLog{steps: map[gen.PID][]observed{}}
+	stopping := make([]*atomic.Bool, len(nodes))
+	seen := make(chan [2]bool, 1)
+	pids := make([]gen.PID, len(nodes))
+	opts := Options{ClusterID: "stopping", HeartbeatInterval: 20, ElectionTimeoutMin: 300, ElectionTimeoutMax: 600}
+	for i, nd := range nodes {
+		o := opts
+		for j, other := range nodes {
+			if j != i {
+				o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: "m", Node: other.Name()})
+			}
+		}
+		stopping[i] = &atomic.Bool{}
+		flag := stopping[i]
+		var err error
+		pids[i], err = nd.SpawnRegister("m", func() gen.ProcessBehavior {
+			return &stoppingProbe{probe: probe{opts: o, log: log}, stopping: flag, seen: seen}
+		}, gen.ProcessOptions{})
+		require.NoError(t, err)
+	}
+	li := waitLeader(t, nodes, pids)
+	// Steady: its ticks are sent ahead.
+	before := ReadCoalescer(nodes[li]).BeatenAhead
+	require.Eventually(t, func() bool { return ReadCoalescer(nodes[li]).BeatenAhead > before+5 },
+		settleCoalescer, 10*time.Millisecond, "the leader's ticks are sent ahead")
+	stopping[li].Store(true)
+	nodes[li].Stop()
+	select {
+	case s := <-seen:
+		assert.False(t, s[0], "the steady beat stood while the leader handed over")
+		assert.False(t, s[1], "the leader handed over before catching up on what was done under its beat")
+	case <-time.After(settleCoalescer):
+		t.Fatal("the leader never handed over as its node stopped")
+	}
 }
