@@ -522,6 +522,15 @@ func (nw *network) close(graceful bool) {
 	if nw.listener != nil {
 		nw.listener.Close()
 	}
+	if !graceful {
+		// Cut every socket before the bookkeeping of any: telling this
+		// node's watchers of one lost peer takes time in proportion to its
+		// processes, and the peers must all see the node end at once, as
+		// they would a crash.
+		for _, c := range conns {
+			c.conn.Close()
+		}
+	}
 	for _, c := range conns {
 		if graceful {
 			c.shutdown()

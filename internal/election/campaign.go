@@ -319,6 +319,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 		term := c.term
 		if grant {
 			term = m.Term
+			c.yieldFailoverTurn(now)
 		}
 		c.deferIfLeaderLive(now, from, m, grant)
 		c.send(now, p, c.voteMsg(from.Node, grant, true, term, m.Header.View))
@@ -334,6 +335,21 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 	}
 	c.deferIfLeaderLive(now, from, m, grant)
 	c.send(now, p, c.voteMsg(from.Node, grant, false, c.term, m.Header.View))
+}
+
+// yieldFailoverTurn gives up this member's turn in a fast failover to the
+// candidate whose pre-vote it grants: while its leader is known dead and it
+// waits its ranked turn (rankedFailoverDelay) without campaigning, it waits
+// a full election timeout instead, as it does after granting a vote. Under
+// load the granted candidate's real round can take longer than a rank
+// step; a member campaigning at its turn meanwhile would split that round's
+// votes and cost every member an election timeout. Should the candidate
+// fail, the regular timeout still elects.
+func (c *Core) yieldFailoverTurn(now time.Time) {
+	if c.role == RoleFollower && c.camp == nil && c.deadLeader != "" &&
+		c.timers[TimerElection].armed && !c.electionLazy {
+		c.armElection(now)
+	}
 }
 
 // deferIfLeaderLive keeps a request refused while this member follows a

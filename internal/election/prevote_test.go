@@ -337,3 +337,51 @@ func TestFailoverWhenTheDownOvertakesTheLastHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// Fast failover under load (issue 14): a follower told of its leader's end
+// that grants a pre-vote yields its ranked turn to that candidate and waits a
+// full election timeout, as after granting a vote. When messages take longer
+// than a rank step (a node that hosts a thousand clusters and just lost one
+// of its peers), the next in the order would otherwise campaign while the
+// first one's real round is under way, split its votes, and cost the
+// cluster an election timeout.
+func TestFailoverTurnYieldsToAGrantedPreVote(t *testing.T) {
+	t.Run("a follower told of its leader's end that grants a pre-vote waits a full election timeout", func(t *testing.T) {
+		h := newAgreed(t, 4, withPreVote)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		h.advance(time.Millisecond)
+		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
+		h.take()
+		require.Less(t, h.due[TimerElection].Sub(h.now), h.c.cfg.ElectionTimeoutMin, "its ranked turn is armed")
+		h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: true})
+		require.True(t, lastVote(t, h.take()).Granted)
+		assert.GreaterOrEqual(t, h.due[TimerElection].Sub(h.now), h.c.cfg.ElectionTimeoutMin, "the turn is given up")
+		h.fire(TimerElection)
+		assert.True(t, h.c.Status(h.now).PreVoting, "the regular timeout still campaigns if the candidate fails")
+	})
+	t.Run("a pre-vote granted for a leader gone silent, not reported down, moves no timer", func(t *testing.T) {
+		h := newAgreed(t, 4, withPreVote)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		due := h.due[TimerElection]
+		h.advance(h.c.cfg.ElectionTimeoutMin)
+		h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: true})
+		require.True(t, lastVote(t, h.take()).Granted)
+		assert.Equal(t, due, h.due[TimerElection])
+	})
+	t.Run("a member already asking for pre-votes keeps asking", func(t *testing.T) {
+		h := newAgreed(t, 4, withPreVote)
+		h.heartbeat(2, 1, h.stamp(), nil)
+		h.take()
+		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
+		h.take()
+		h.fire(TimerElection)
+		require.True(t, h.c.Status(h.now).PreVoting)
+		due := h.due[TimerElection]
+		h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: true})
+		h.take()
+		assert.True(t, h.c.Status(h.now).PreVoting)
+		assert.Equal(t, due, h.due[TimerElection])
+	})
+}
