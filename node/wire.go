@@ -159,13 +159,16 @@ func (r *wireReader) pid() gen.PID {
 	return gen.PID{Node: r.atom(), ID: r.uvarint(), Creation: int64(r.uint64())}
 }
 
-// The bounds of each connection's table of interned names (see
-// node/internal/intern): enough for the nodes and registered processes a
-// peer names, small enough that a peer sending endless new names costs
-// little.
+// The bounds of each connection's table of interned names and short
+// strings (see node/internal/intern): enough for the nodes, registered
+// processes and clusters that a peer running a thousand election clusters
+// names (two names a cluster, in a table that keeps a set of four per
+// eight slots with few conflicts), small enough that a peer sending endless
+// new names costs little. The table starts at 1 KiB and grows only while
+// new names keep coming.
 const (
-	internNames = 512
-	internBytes = 16 << 10
+	internNames = 8192     // 128 KiB of slots at most
+	internBytes = 64 << 10 // of names
 )
 
 // frameDecoder decodes the frames of one connection. It belongs to the
@@ -177,8 +180,11 @@ type frameDecoder struct {
 	payload *codec.Decoder
 }
 
-func newFrameDecoder(reg *codec.Registry) *frameDecoder {
+// newFrameDecoder returns the decoder of a connection between the nodes
+// named local and peer, whose frames name them again and again.
+func newFrameDecoder(reg *codec.Registry, local, peer gen.Atom) *frameDecoder {
 	atoms := intern.New(internNames, internBytes)
+	atoms.Pin(local, peer)
 	return &frameDecoder{atoms: atoms, payload: reg.NewDecoder(atoms)}
 }
 
