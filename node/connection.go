@@ -163,6 +163,12 @@ func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
 		}
 		queued, limit := len(c.out), c.nw.opts.SendQueueBytes
 		if queued < limit || mode == sendHandover || (mode == sendControl && queued < 2*limit) {
+			if queued == 0 && cap(c.out) < len(frames) {
+				// A queue starting afresh (the writer let a large buffer
+				// go) starts at the size the writer always keeps, so a
+				// burst of small frames does not grow it step by step.
+				c.out = make([]byte, 0, max(len(frames), keptWriteBuffer))
+			}
 			c.out = append(c.out, frames...)
 			c.outFrames += count
 			c.mu.Unlock()
