@@ -29,7 +29,8 @@ type decoder struct {
 	last       *entry
 	lastTables *tables
 	// strs holds the last few short plain strings decoded when there is no
-	// atoms table, and nextStr the slot the next one replaces:
+	// atoms table (with one, strs[0] holds the last), and nextStr the slot
+	// the next one replaces:
 	// messages repeat identifiers such as a cluster's name, and a string
 	// decoded before costs a comparison instead of an allocation. Sharing
 	// an immutable string is invisible to its users, and the few kept are
@@ -215,15 +216,21 @@ func (d *decoder) string() (string, error) {
 // plainString reads a string that is not a gen.Atom. A short one is
 // interned like a name when the decoder has a table (messages repeat
 // identifiers, such as a cluster's name, and sharing an immutable string
-// is invisible to its users); otherwise a recent one with the same bytes is
-// reused (see decoder.strs).
+// is invisible to its users), after a look at the last one; otherwise a
+// recent one with the same bytes is reused (see decoder.strs).
 func (d *decoder) plainString() (string, error) {
 	b, err := d.stringBytes()
 	if err != nil || len(b) == 0 || len(b) > maxRecentString {
 		return string(b), err
 	}
 	if d.atoms != nil {
-		return string(d.atoms.Atom(b)), nil
+		// The last one first: a stream of one message repeats its strings
+		// frame after frame, and one comparison costs less than a hash.
+		if last := d.strs[0]; last == string(b) {
+			return last, nil
+		}
+		d.strs[0] = string(d.atoms.Atom(b))
+		return d.strs[0], nil
 	}
 	for _, s := range d.strs {
 		if s == string(b) { // comparing does not allocate
