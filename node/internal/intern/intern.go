@@ -48,10 +48,9 @@ type Table struct {
 	kept     int // non-empty slots
 	evicted  int // names replaced since slots last grew
 	seed     maphash.Seed
-	// tags holds, for each slot, a byte of its name's hash: a lookup
-	// compares the strings of a set only where the tag matches, so the
-	// names of one length that share a set (c1, c2, ...) cost no
-	// comparison of their bytes.
+	// tags holds, for each slot, a byte of its name's hash, never 0 but for
+	// an empty slot: a lookup reads the slots of a set, and compares their
+	// names, only where the tag matches.
 	tags []uint8
 	// pinned holds names the owner gave with Pin, checked first and never
 	// replaced: the owner compares what it decodes with them.
@@ -110,17 +109,22 @@ func (t *Table) lookup(b []byte) gen.Atom {
 		return gen.Atom(b)
 	}
 	h := maphash.Bytes(t.seed, b)
-	i, tag := t.set(h), uint8(h>>56)
+	i, tag := t.set(h), uint8(h>>56)|1 // never 0, the tag of an empty slot
 	set, tags := (*[ways]gen.Atom)(t.slots[i:]), (*[ways]uint8)(t.tags[i:])
-	for j, a := range set {
-		if a == "" {
+	// The tags first: they are a small array, likely in the cache, where
+	// the slots and the names' bytes are not, so a name not kept costs
+	// one look at memory, not one per slot of its set.
+	for j, tg := range tags {
+		if tg == 0 {
 			break // the set's empty slots are its last
 		}
-		if tags[j] == tag && string(a) == string(b) {
-			copy(set[1:j+1], set[:j])
-			copy(tags[1:j+1], tags[:j])
-			set[0], tags[0] = a, tag
-			return a
+		if tg == tag {
+			if a := set[j]; string(a) == string(b) {
+				copy(set[1:j+1], set[:j])
+				copy(tags[1:j+1], tags[:j])
+				set[0], tags[0] = a, tag
+				return a
+			}
 		}
 	}
 	a := gen.Atom(b)
