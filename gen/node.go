@@ -208,8 +208,10 @@ type NetworkOptions struct {
 	// refused in the handshake (Rejected["peer_limit"]). Default 1024. With
 	// MaxFrameSize and SendQueueBytes it bounds what peers can make the
 	// node hold: each peer costs at most about MaxFrameSize (its largest
-	// frame, allocated as its bytes arrive), a 64 KiB read buffer, 16 KiB
-	// of interned names, and four times SendQueueBytes of write buffers
+	// frame, allocated as its bytes arrive), a 64 KiB read buffer, up to
+	// 200 KiB of interned names (64 KiB of names in a table of up to 136
+	// KiB, which grows only while the peer keeps naming new things), and
+	// four times SendQueueBytes of write buffers
 	// (the queue at its limit for the runtime's own frames, and the batch
 	// being written).
 	MaxPeers int

@@ -42,14 +42,15 @@ type connection struct {
 	peer    handshake.Identity
 	dialled bool // this node dialled it
 
-	// mu guards out, closed and room. It is held only to append a frame's
-	// bytes or to swap out for an empty buffer: never while encoding,
-	// writing or waiting. network.mu may be held when taking it, never the
+	// mu guards out, outFrames, closed and room. It is held only to append
+	// a frame's bytes or to swap out for an empty buffer: never while
+	// encoding, writing or waiting. network.mu may be held when taking it, never the
 	// other way round.
-	mu     sync.Mutex
-	out    []byte        // encoded frames, headers included, in queue order
-	closed bool          // no frame is queued any more
-	room   chan struct{} // made by a sender waiting for room; closed by the writer when it takes out
+	mu        sync.Mutex
+	out       []byte        // encoded frames, headers included, in queue order
+	outFrames int           // how many frames out holds: the writer counts them in FramesOut
+	closed    bool          // no frame is queued any more
+	room      chan struct{} // made by a sender waiting for room; closed by the writer when it takes out
 
 	wake      chan struct{} // capacity 1: out went from empty to not empty
 	done      chan struct{} // closed by shutdown or teardown
@@ -60,6 +61,9 @@ type connection struct {
 	writerEnd chan struct{} // closed when the writer goroutine returns
 	lastWrite atomic.Int64  // elapsed() at the last write, for keepalives
 	lastRead  atomic.Int64  // elapsed() at the last frame read, for the keepalive timeout
+	// lastProc is the local process that the last message frame read was
+	// delivered to (see recipient); the reader's alone.
+	lastProc *process
 	// born is when the connection was made, with Go's monotonic reading:
 	// keepalives measure time since it, so a step of the wall clock neither
 	// tears down a healthy connection nor hides a silent one.
@@ -159,10 +163,16 @@ func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
 		}
 		queued, limit := len(c.out), c.nw.opts.SendQueueBytes
 		if queued < limit || mode == sendHandover || (mode == sendControl && queued < 2*limit) {
+			if queued == 0 && cap(c.out) < len(frames) {
+				// A queue starting afresh (the writer let a large buffer
+				// go) starts at the size the writer always keeps, so a
+				// burst of small frames does not grow it step by step.
+				c.out = make([]byte, 0, max(len(frames), keptWriteBuffer))
+			}
 			c.out = append(c.out, frames...)
+			c.outFrames += count
 			c.mu.Unlock()
 			stopTimer(timer)
-			c.nw.framesOut.Add(uint64(count))
 			if queued == 0 {
 				c.wakeWriter()
 			}
@@ -301,7 +311,7 @@ func (c *connection) queueIfIdle(frame []byte) bool {
 		return false
 	}
 	c.out = append(c.out, frame...)
-	c.nw.framesOut.Add(1)
+	c.outFrames++
 	return true
 }
 
@@ -315,8 +325,8 @@ func (c *connection) pendingBytes() int {
 // waiting for room; spare is the buffer swapped in, reused next time.
 func (c *connection) writeOut(spare *[]byte) error {
 	c.mu.Lock()
-	buf := c.out
-	c.out = (*spare)[:0]
+	buf, frames := c.out, c.outFrames
+	c.out, c.outFrames = (*spare)[:0], 0
 	if c.room != nil {
 		close(c.room)
 		c.room = nil
@@ -326,6 +336,7 @@ func (c *connection) writeOut(spare *[]byte) error {
 		*spare = c.keptBuffer(buf)
 		return nil
 	}
+	c.nw.framesOut.Add(uint64(frames)) // before the peer can have them
 	_, err := c.conn.Write(buf)
 	c.nw.writes.Add(1)
 	c.nw.bytesOut.Add(uint64(len(buf)))
@@ -376,22 +387,28 @@ const stampEvery = 256
 func (c *connection) readLoop() {
 	defer c.nw.wg.Done()
 	r := frame.NewReader(bufio.NewReaderSize(c.conn, readBufferSize), c.nw.opts.MaxFrameSize)
-	fd := newFrameDecoder(c.nw.reg)
+	fd := newFrameDecoder(c.nw.reg, c.nw.node.name, c.peer.Name)
 	var env envelope // reused: nothing keeps it past receive, only its values
-	unstamped := 0   // frames handled since lastRead was stamped
+	// Frames and bytes read since lastRead was stamped: they are added to
+	// the network's counters with the stamp, so the counters, which every
+	// connection and sender of the node writes, are touched once per batch.
+	unstamped, unstampedBytes := 0, 0
 	for {
 		if unstamped > 0 && (unstamped >= stampEvery || r.Buffered() == 0) {
 			c.lastRead.Store(c.elapsed())
-			unstamped = 0
+			c.nw.framesIn.Add(uint64(unstamped))
+			c.nw.bytesIn.Add(uint64(unstampedBytes))
+			unstamped, unstampedBytes = 0, 0
 		}
 		payload, err := r.Next()
 		if err != nil {
+			c.nw.framesIn.Add(uint64(unstamped))
+			c.nw.bytesIn.Add(uint64(unstampedBytes))
 			c.readFailed(err)
 			return
 		}
 		unstamped++
-		c.nw.framesIn.Add(1)
-		c.nw.bytesIn.Add(uint64(len(payload) + frame.HeaderSize))
+		unstampedBytes += len(payload) + frame.HeaderSize
 		err = fd.decode(payload, &env)
 		switch {
 		case err == nil:

@@ -94,7 +94,7 @@ func (n *node) receive(c *connection, env *envelope) {
 			c.nw.drop(dropUnexpectedFrame)
 			return
 		}
-		if err := n.sendTo(env.from, env.target, env.payload); err != nil {
+		if err := n.deliverRemote(c, env); err != nil {
 			c.nw.drop(dropUnknownProcess)
 			n.log.Debug("message from %s dropped: %v", env.from, err)
 		}
@@ -144,6 +144,41 @@ func (n *node) receive(c *connection, env *envelope) {
 	default:
 		c.nw.drop(dropUnexpectedFrame)
 	}
+}
+
+// deliverRemote puts the message env carries into the mailbox of the local
+// process it names, as sendTo would, finding the process through c's
+// reader's cache (see connection.recipient).
+func (n *node) deliverRemote(c *connection, env *envelope) error {
+	p := c.recipient(env.target)
+	if p == nil {
+		return fmt.Errorf("send to %v: %w", env.target, gen.ErrProcessUnknown)
+	}
+	err := p.deliver(&p.main, &gen.MailboxMessage{From: env.from, Type: gen.MailboxMessageTypeRegular, Message: env.payload})
+	if err != nil {
+		c.lastProc = nil // most likely gone: let it be collected
+	}
+	return err
+}
+
+// recipient returns the local process t names, or nil. A stream of frames
+// names the same process again and again, so the reader remembers the last
+// one found by PID: a PID is never reused (a process that ends keeps its
+// PID, and refuses what is pushed to it), so the remembered process stays
+// the right one for as long as it is remembered. A name may move to
+// another process at any time, so a name is looked up every time.
+func (c *connection) recipient(t target) *process {
+	if !t.isPID() {
+		return c.nw.node.find(t)
+	}
+	if c.lastProc != nil && c.lastProc.pid == t.pid {
+		return c.lastProc
+	}
+	p := c.nw.node.find(t)
+	if p != nil {
+		c.lastProc = p
+	}
+	return p
 }
 
 // namesSender reports whether frames of kind act for the process in their

@@ -42,6 +42,34 @@ func TestRemoteSendAndCall(t *testing.T) {
 		}
 		require.Equal(t, []gen.Atom{b.Name()}, a.Network().Nodes())
 	})
+	t.Run("messages to two remote PIDs in turn each reach their own process", func(t *testing.T) {
+		other := newProbe()
+		otherPID := spawnProbe(t, b, other)
+		for i := 0; i < 10; i++ {
+			require.NoError(t, a.Send(serverPID, ping{Seq: i}))
+			require.NoError(t, a.Send(otherPID, pong{Seq: i}))
+		}
+		for i := 0; i < 10; i++ {
+			require.Equal(t, ping{Seq: i}, server.next(t))
+			require.Equal(t, pong{Seq: i}, other.next(t))
+		}
+	})
+	t.Run("a message to a remote process that ended since the last one is dropped and counted", func(t *testing.T) {
+		gone := newProbe()
+		gonePID := spawnProbe(t, b, gone)
+		require.NoError(t, a.Send(gonePID, "first"))
+		require.Equal(t, "first", gone.next(t))
+		require.NoError(t, b.Kill(gonePID))
+		require.Eventually(t, func() bool {
+			_, err := b.Inspect(gonePID)
+			return errors.Is(err, gen.ErrProcessUnknown)
+		}, wait, time.Millisecond)
+		before := b.Network().Stats().Dropped["unknown_process"]
+		require.NoError(t, a.Send(gonePID, "second"))
+		require.Eventually(t, func() bool {
+			return b.Network().Stats().Dropped["unknown_process"] > before
+		}, wait, time.Millisecond)
+	})
 	t.Run("a remote ProcessID reaches the registered process", func(t *testing.T) {
 		require.NoError(t, a.Send(gen.ProcessID{Name: "server", Node: b.Name()}, "by name"))
 		require.Equal(t, "by name", server.next(t))

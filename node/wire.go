@@ -159,13 +159,16 @@ func (r *wireReader) pid() gen.PID {
 	return gen.PID{Node: r.atom(), ID: r.uvarint(), Creation: int64(r.uint64())}
 }
 
-// The bounds of each connection's table of interned names (see
-// node/internal/intern): enough for the nodes and registered processes a
-// peer names, small enough that a peer sending endless new names costs
-// little.
+// The bounds of each connection's table of interned names and short
+// strings (see node/internal/intern): enough for the nodes, registered
+// processes and clusters that a peer running a thousand election clusters
+// names (two names a cluster, in a table that keeps a set of four per
+// eight slots with few conflicts), small enough that a peer sending endless
+// new names costs little. The table starts at 1 KiB and grows only while
+// new names keep coming.
 const (
-	internNames = 512
-	internBytes = 16 << 10
+	internNames = 8192     // 128 KiB of slots at most
+	internBytes = 64 << 10 // of names
 )
 
 // frameDecoder decodes the frames of one connection. It belongs to the
@@ -177,8 +180,11 @@ type frameDecoder struct {
 	payload *codec.Decoder
 }
 
-func newFrameDecoder(reg *codec.Registry) *frameDecoder {
+// newFrameDecoder returns the decoder of a connection between the nodes
+// named local and peer, whose frames name them again and again.
+func newFrameDecoder(reg *codec.Registry, local, peer gen.Atom) *frameDecoder {
 	atoms := intern.New(internNames, internBytes)
+	atoms.Pin(local, peer)
 	return &frameDecoder{atoms: atoms, payload: reg.NewDecoder(atoms)}
 }
 
@@ -186,35 +192,49 @@ func newFrameDecoder(reg *codec.Registry) *frameDecoder {
 // wrap gen.ErrMalformed, or codec.ErrUnknownType when only the payload's
 // type is unknown here; env then holds the valid header without its
 // payload.
+//
+// The header is read into a local envelope, then copied into env field by
+// field, leaving alone the names that have not changed: the reader reuses
+// env, its frames name the same interned nodes again and again, and a
+// pointer left as it was costs the garbage collector nothing, where one
+// written again costs a write barrier while it marks.
 func (fd *frameDecoder) decode(src []byte, env *envelope) error {
 	r := wireReader{src: src, atoms: fd.atoms}
-	*env = envelope{kind: frameKind(r.byte()), flags: r.byte()}
+	h := envelope{kind: frameKind(r.byte()), flags: r.byte()}
 	present := r.byte()
-	if r.err != nil {
-		return r.err
+	if r.err == nil && (h.kind == 0 || h.kind >= kindMax) {
+		r.err = fmt.Errorf("frame kind %d: %w", h.kind, gen.ErrMalformed)
 	}
-	if env.kind == 0 || env.kind >= kindMax {
-		return fmt.Errorf("frame kind %d: %w", env.kind, gen.ErrMalformed)
-	}
-	if present&hasFrom != 0 {
-		env.from = r.pid()
-	}
-	if present&hasTo != 0 {
-		env.to = r.pid()
-	}
-	switch {
-	case present&hasTargetPID != 0:
-		env.target = pidTarget(r.pid())
-	case present&hasTargetName != 0:
-		env.target = target{name: r.atom(), node: r.atom()}
-	}
-	if present&hasRef != 0 {
-		env.ref.Node = r.atom()
-		env.ref.Creation = int64(r.uint64())
-		for i := range env.ref.ID {
-			env.ref.ID[i] = r.uvarint()
+	if r.err == nil {
+		if present&hasFrom != 0 {
+			h.from = r.pid()
+		}
+		if present&hasTo != 0 {
+			h.to = r.pid()
+		}
+		switch {
+		case present&hasTargetPID != 0:
+			h.target = pidTarget(r.pid())
+		case present&hasTargetName != 0:
+			h.target = target{name: r.atom(), node: r.atom()}
+		}
+		if present&hasRef != 0 {
+			h.ref.Node = r.atom()
+			h.ref.Creation = int64(r.uint64())
+			for i := range h.ref.ID {
+				h.ref.ID[i] = r.uvarint()
+			}
 		}
 	}
+	env.kind, env.flags = h.kind, h.flags
+	setPID(&env.from, h.from)
+	setPID(&env.to, h.to)
+	setPID(&env.target.pid, h.target.pid)
+	setAtom(&env.target.name, h.target.name)
+	setAtom(&env.target.node, h.target.node)
+	setAtom(&env.ref.Node, h.ref.Node)
+	env.ref.Creation, env.ref.ID = h.ref.Creation, h.ref.ID
+	env.payload = nil
 	if r.err != nil {
 		return r.err
 	}
@@ -230,4 +250,16 @@ func (fd *frameDecoder) decode(src []byte, env *envelope) error {
 	}
 	env.payload = v
 	return nil
+}
+
+// setAtom stores a in *dst unless *dst already holds it (see decode).
+func setAtom(dst *gen.Atom, a gen.Atom) {
+	if *dst != a { // the same interned string: equal pointers, no byte compared
+		*dst = a
+	}
+}
+
+func setPID(dst *gen.PID, p gen.PID) {
+	setAtom(&dst.Node, p.Node)
+	dst.ID, dst.Creation = p.ID, p.Creation
 }

@@ -47,7 +47,7 @@ func BenchmarkWireDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fd := newFrameDecoder(nw.reg)
+	fd := newFrameDecoder(nw.reg, env.target.node, env.from.Node)
 	var got envelope
 	b.ReportAllocs()
 	for b.Loop() {

@@ -96,3 +96,56 @@ func BenchmarkDecodeHeartbeatBatch(b *testing.B) {
 		}
 	}
 }
+
+// manyClusterBatches are the batches one node sends another per heartbeat
+// tick when clusters clusters each have a member on both: entries name a
+// cluster and a member of their own, as in `regent bench scale`.
+func manyClusterBatches(tb testing.TB, r *codec.Registry, clusters, perBatch int) [][]byte {
+	tb.Helper()
+	var frames [][]byte
+	for first := 0; first < clusters; first += perBatch {
+		var b leader.MessageHeartbeatBatch
+		for k := first; k < min(first+perBatch, clusters); k++ {
+			h := testHeader(k)
+			h.ClusterID = fmt.Sprintf("scale-%d", k)
+			h.From = gen.ProcessID{Name: gen.Atom(fmt.Sprintf("c%d", k))}
+			route := leader.CoalescedRoute{FromID: uint64(1000 + k), FromCreation: 1_717_171_717, ToName: h.From.Name}
+			b.Heartbeats = append(b.Heartbeats, leader.CoalescedHeartbeat{CoalescedRoute: route,
+				Message: election.MessageHeartbeat{Header: h, Committed: election.ViewKey{Term: 99, Epoch: 1}}})
+			b.Acks = append(b.Acks, leader.CoalescedAck{CoalescedRoute: route, Message: election.MessageHeartbeatAck{Header: h}})
+		}
+		data, err := r.Encode(nil, b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		frames = append(frames, data)
+	}
+	return frames
+}
+
+// BenchmarkDecodeManyClusters decodes, with one connection's Decoder, the
+// batches of a tick of 1,000 clusters, again and again: allocs/entry is
+// what decoding costs per heartbeat or acknowledgement once the names of
+// the clusters and members are known.
+func BenchmarkDecodeManyClusters(b *testing.B) {
+	const clusters = 1000
+	r := batchRegistry(b)
+	frames := manyClusterBatches(b, r, clusters, 256)
+	dec := r.NewDecoder(intern.New(8192, 64<<10))
+	tick := func() {
+		for _, f := range frames {
+			if _, err := dec.Decode(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for range 20 {
+		tick()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tick()
+	}
+	b.ReportMetric(testing.AllocsPerRun(5, tick)/(2*clusters), "allocs/entry")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*clusters), "ns/entry")
+}

@@ -626,3 +626,42 @@ func TestADecoderReusesRecentStrings(t *testing.T) {
 		assert.False(t, unsafe.StringData(s1[0]) == unsafe.StringData(s2[0]))
 	})
 }
+
+func TestADecoderWithATableInternsShortStrings(t *testing.T) {
+	r := newTestRegistry(t)
+	msg := make([]string, 300) // the cluster names of a batch: more than the recent strings hold
+	for i := range msg {
+		msg[i] = fmt.Sprintf("scale-%d", i)
+	}
+	b, err := r.Encode(nil, msg)
+	require.NoError(t, err)
+	dec := r.NewDecoder(intern.New(8192, 64<<10))
+	var first any
+	for range 10 { // the table grows to hold them
+		first, err = dec.Decode(b)
+		require.NoError(t, err)
+		require.Equal(t, msg, first)
+	}
+
+	t.Run("a string seen in an earlier frame is the same string", func(t *testing.T) {
+		second, err := dec.Decode(b)
+		require.NoError(t, err)
+		require.Equal(t, msg, second)
+		shared := 0
+		for i, s := range second.([]string) {
+			if unsafe.StringData(s) == unsafe.StringData(first.([]string)[i]) {
+				shared++
+			}
+		}
+		assert.Greater(t, shared, len(msg)*9/10, "all but the few whose set of the table overflowed")
+	})
+
+	t.Run("from frame to frame, they cost no allocation", func(t *testing.T) {
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := dec.Decode(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Less(t, allocs, 2+float64(len(msg))/10, "the slice, its box, and few strings")
+	})
+}

@@ -28,8 +28,9 @@ type decoder struct {
 	keepLast   bool
 	last       *entry
 	lastTables *tables
-	// strs holds the last few short plain strings decoded (gen.Atom values
-	// go to atoms instead), and nextStr the slot the next one replaces:
+	// strs holds the last few short plain strings decoded when there is no
+	// atoms table (with one, strs[0] holds the last), and nextStr the slot
+	// the next one replaces:
 	// messages repeat identifiers such as a cluster's name, and a string
 	// decoded before costs a comparison instead of an allocation. Sharing
 	// an immutable string is invisible to its users, and the few kept are
@@ -73,10 +74,10 @@ func (r *Registry) DecodePrefix(src []byte) (any, int, error) {
 
 // Decoder decodes one value after another for one goroutine (a
 // connection's reader), keeping what repeats between them: the names
-// (gen.Atom) it has seen, in an intern table, so that a node or process
-// name seen before costs no allocation, the last few short strings, which
-// messages repeat too (a cluster's name), and the last named type, so that
-// a stream of messages of one type costs no lookup by name. It decodes
+// (gen.Atom) and short strings it has seen, in an intern table, so that a
+// node or process name, or an identifier such as a cluster's name, seen
+// before costs no allocation, and the last named type, so that a stream of
+// messages of one type costs no lookup by name. It decodes
 // exactly as Decode does, with the registry's current types.
 type Decoder struct {
 	reg *Registry
@@ -212,12 +213,24 @@ func (d *decoder) string() (string, error) {
 	return string(b), err
 }
 
-// plainString reads a string that is not a gen.Atom, reusing a recent one
-// with the same bytes (see decoder.strs).
+// plainString reads a string that is not a gen.Atom. A short one is
+// interned like a name when the decoder has a table (messages repeat
+// identifiers, such as a cluster's name, and sharing an immutable string
+// is invisible to its users), after a look at the last one; otherwise a
+// recent one with the same bytes is reused (see decoder.strs).
 func (d *decoder) plainString() (string, error) {
 	b, err := d.stringBytes()
 	if err != nil || len(b) == 0 || len(b) > maxRecentString {
 		return string(b), err
+	}
+	if d.atoms != nil {
+		// The last one first: a stream of one message repeats its strings
+		// frame after frame, and one comparison costs less than a hash.
+		if last := d.strs[0]; last == string(b) {
+			return last, nil
+		}
+		d.strs[0] = string(d.atoms.Atom(b))
+		return d.strs[0], nil
 	}
 	for _, s := range d.strs {
 		if s == string(b) { // comparing does not allocate

@@ -31,8 +31,7 @@ func Append(dst []byte, payload []byte) []byte {
 type Reader struct {
 	br  *bufio.Reader
 	max int
-	hdr [HeaderSize]byte
-	buf []byte
+	buf []byte // where a frame larger than br's buffer is assembled
 }
 
 // NewReader returns a Reader over r that refuses frames whose payload is
@@ -57,18 +56,30 @@ func (r *Reader) Max() int { return r.max }
 // frame, and an error wrapping gen.ErrTooLarge, without reading the payload,
 // when the announced length exceeds the cap. Other read errors are returned
 // wrapped.
+//
+// A frame that fits in the stream's buffer is returned where it lies there,
+// without a copy; a larger one is assembled in the Reader's own buffer.
 func (r *Reader) Next() ([]byte, error) {
-	n, err := io.ReadFull(r.br, r.hdr[:])
+	hdr, err := r.br.Peek(HeaderSize)
 	if err != nil {
-		if n == 0 && errors.Is(err, io.EOF) {
+		if len(hdr) == 0 && errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
 		return nil, readError("header", err)
 	}
-	size := binary.BigEndian.Uint32(r.hdr[:])
+	size := binary.BigEndian.Uint32(hdr)
 	if uint64(size) > uint64(r.max) {
 		return nil, fmt.Errorf("frame: payload of %d bytes exceeds the cap of %d: %w", size, r.max, gen.ErrTooLarge)
 	}
+	if whole := HeaderSize + int(size); whole <= r.br.Size() {
+		f, err := r.br.Peek(whole)
+		if err != nil {
+			return nil, readError("payload", err)
+		}
+		r.br.Discard(whole) // cannot fail: Peek returned as many
+		return f[HeaderSize:], nil
+	}
+	r.br.Discard(HeaderSize) // cannot fail: Peek returned as many
 	buf := r.buf[:0]
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {

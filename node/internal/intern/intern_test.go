@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
 )
 
 func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
@@ -37,12 +39,19 @@ func TestTable(t *testing.T) {
 		for i := 0; i < 10_000; i++ {
 			name := fmt.Sprintf("n%d@h", i)
 			require.Equal(t, name, string(tab.Atom([]byte(name))), "every name still decodes")
+			require.LessOrEqual(t, tab.Bytes(), 100)
+			require.LessOrEqual(t, tab.Len(), 16)
 		}
-		assert.LessOrEqual(t, tab.Bytes(), 100)
-		assert.LessOrEqual(t, tab.Len(), 16)
 		assert.Positive(t, tab.Len())
-		kept := tab.Atom([]byte("n0@h"))
-		assert.True(t, sameString(string(kept), string(tab.Atom([]byte("n0@h")))), "names learnt before the table filled stay interned")
+	})
+
+	t.Run("a name used again and again stays interned while others come and go", func(t *testing.T) {
+		tab := New(16, 1<<20)
+		hot := tab.Atom([]byte("hot@host"))
+		for i := 0; i < 10_000; i++ {
+			tab.Atom([]byte(fmt.Sprintf("n%d@h", i)))
+			require.True(t, sameString(string(hot), string(tab.Atom([]byte("hot@host")))), "after %d other names", i+1)
+		}
 	})
 
 	t.Run("the entry bound holds for short names", func(t *testing.T) {
@@ -50,7 +59,30 @@ func TestTable(t *testing.T) {
 		for i := 0; i < 1000; i++ {
 			tab.Atom([]byte(fmt.Sprint(i)))
 		}
-		assert.Equal(t, 16, tab.Len())
+		assert.LessOrEqual(t, tab.Len(), 16)
+		assert.Greater(t, tab.Len(), 8, "the sets fill up")
+	})
+
+	t.Run("a working set that fits is kept, however many names came before", func(t *testing.T) {
+		tab := New(8192, 1<<20)
+		for i := 0; i < 20_000; i++ {
+			tab.Atom([]byte(fmt.Sprintf("old-%d", i)))
+		}
+		names := make([][]byte, 1000)
+		for i := range names {
+			names[i] = []byte(fmt.Sprintf("scale-%d", i))
+		}
+		for range 40 { // the table grows, and the sets settle
+			for _, b := range names {
+				tab.Atom(b)
+			}
+		}
+		missed := testing.AllocsPerRun(3, func() {
+			for _, b := range names {
+				tab.Atom(b)
+			}
+		})
+		assert.Less(t, missed, float64(len(names))/50, "at most 2%% of the names miss: those whose set drew more than four of them")
 	})
 
 	t.Run("a name longer than MaxName is never kept", func(t *testing.T) {
@@ -58,6 +90,16 @@ func TestTable(t *testing.T) {
 		long := strings.Repeat("x", MaxName+1)
 		assert.Equal(t, long, string(tab.Atom([]byte(long))))
 		assert.Zero(t, tab.Len())
+	})
+
+	t.Run("a pinned name comes back as the very string pinned, whatever came between", func(t *testing.T) {
+		tab := New(4, 1<<20)
+		own := gen.Atom(strings.Clone("me@host"))
+		tab.Pin(own)
+		for i := 0; i < 100; i++ {
+			tab.Atom([]byte(fmt.Sprintf("n%d@h", i)))
+		}
+		assert.True(t, sameString(string(own), string(tab.Atom([]byte("me@host")))))
 	})
 
 	t.Run("a nil table makes fresh strings", func(t *testing.T) {
