@@ -467,14 +467,21 @@ type inbox struct {
 	// writes it, so the member reads it without the lock.
 	answering bool
 	steady    steadyReply
-	// beat is the member's steady beat as leader, usable while beating is
-	// set, published and withdrawn as steady is (rule 7); ahead is what
-	// was done under it since, for the member to catch up on. Only the
-	// member writes beat; ahead is written under mu by the coalescer and
-	// the heartbeat timer, and taken by the member.
+	// lead holds the member's steady beat as leader, usable while beating
+	// is set (rule 7); nil until the member first leads steadily, so a
+	// member that never does keeps none.
 	beating bool
-	beat    steadyBeat
-	ahead   beatenAhead
+	lead    *leaderBeat
+}
+
+// leaderBeat is a leader's steady beat, published and withdrawn as a
+// follower's steady answer is, and what was done under it since, for the
+// member to catch up on. Only the member writes beat; ahead is written
+// under the inbox's mu by the coalescer and the heartbeat timer, and taken
+// by the member.
+type leaderBeat struct {
+	beat  steadyBeat
+	ahead beatenAhead
 }
 
 // steadyReply is a member's steady answer with what the coalescer needs to
@@ -527,8 +534,11 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 		ib.mu.Lock()
 		n := len(ib.acks) + len(ib.beats)
 		ib.acks, ib.beats, ib.spareAcks, ib.spareBeats, ib.closed, ib.answering = nil, nil, nil, nil, true, false
-		n += ib.ahead.entries()
-		ib.beating, ib.ahead = false, beatenAhead{}
+		if ib.lead != nil {
+			n += ib.lead.ahead.entries()
+			ib.lead.ahead = beatenAhead{}
+		}
+		ib.beating = false
 		ib.mu.Unlock()
 		if n > 0 {
 			c.stats.drop(dropGone, uint64(n))
@@ -625,10 +635,13 @@ func (ib *inbox) heardUntil() (time.Duration, bool) {
 func (ib *inbox) take() ([]heldAck, []time.Duration, beatenAhead) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	acks, beats, ahead := ib.acks, ib.beats, ib.ahead
+	acks, beats := ib.acks, ib.beats
 	ib.acks, ib.spareAcks = ib.spareAcks[:0], nil
 	ib.beats, ib.spareBeats = ib.spareBeats[:0], nil
-	ib.ahead = beatenAhead{}
+	var ahead beatenAhead
+	if ib.lead != nil {
+		ahead, ib.lead.ahead = ib.lead.ahead, beatenAhead{}
+	}
 	return acks, beats, ahead
 }
 

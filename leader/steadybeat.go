@@ -55,10 +55,10 @@ func (a *beatenAhead) active() bool { return a.entries() > 0 }
 // member's one before. Any other stops the beat (broken): it is held and
 // wakes the leader on its next tick. Called with mu held.
 func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) bool {
-	b, p := &ib.beat, &ib.ahead
-	if !ib.beating || p.broken {
+	if !ib.beating || ib.lead.ahead.broken {
 		return false
 	}
+	b, p := &ib.lead.beat, &ib.lead.ahead
 	for i := range b.Members {
 		m := &b.Members[i]
 		if m.PID != from {
@@ -86,10 +86,10 @@ func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartb
 func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.Duration, bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	b, p := &ib.beat, &ib.ahead
-	if ib.closed || !ib.beating || p.broken || !c.running() {
+	if ib.closed || !ib.beating || ib.lead.ahead.broken || !c.running() {
 		return 0, false
 	}
+	b, p := &ib.lead.beat, &ib.lead.ahead
 	at := max(now, b.since)
 	if at > b.until {
 		return 0, false
@@ -156,8 +156,11 @@ func (a *Actor) publishBeat(now time.Time) {
 func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	ib.beat, ib.beating = *b, true
-	ib.ahead = beatenAhead{
+	if ib.lead == nil {
+		ib.lead = new(leaderBeat)
+	}
+	ib.lead.beat, ib.beating = *b, true
+	ib.lead.ahead = beatenAhead{
 		BeatenAhead: election.BeatenAhead{Acks: make([]election.TakenAcks, len(b.Members))},
 		lastAck:     lastAck,
 		// Acknowledgements held since the member took its inbox came
@@ -187,12 +190,12 @@ func (a *Actor) catchUp(ahead *beatenAhead) {
 	}
 	if a.observeStep != nil {
 		seen := caughtUp{beats: ahead.Beats, acks: make(map[gen.PID]int)}
-		for i, m := range a.inbox.beat.Members {
+		for i, m := range a.inbox.lead.beat.Members {
 			seen.acks[m.PID] = ahead.Acks[i].Count
 		}
 		a.observeStep(a.lastInput, a.PID(), seen)
 	}
-	if err := a.core.CatchUp(&a.inbox.beat.SteadyBeat, ahead.BeatenAhead); err != nil {
+	if err := a.core.CatchUp(&a.inbox.lead.beat.SteadyBeat, ahead.BeatenAhead); err != nil {
 		a.share.coal.stats.mismatched.Add(1)
 		a.Log().Error("leader: cluster %q: %v", a.options.ClusterID, err)
 		return

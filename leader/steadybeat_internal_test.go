@@ -87,7 +87,7 @@ func TestASteadyLeadersTickWakesItWhenTheBeatsRulesDoNotHold(t *testing.T) {
 	assert.False(t, ok, "a member silent for the window: the core must judge the evidence")
 
 	c, _, ib, _ = beatingLeader(t, given)
-	ib.beat.until = sinceEpoch(given.Add(10 * time.Millisecond))
+	ib.lead.beat.until = sinceEpoch(given.Add(10 * time.Millisecond))
 	_, ok = c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
 	assert.False(t, ok, "a tick past the beat's end")
 
@@ -136,7 +136,7 @@ func TestAnUnexpectedAcknowledgementStopsTheBeat(t *testing.T) {
 func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
 	given := time.Now()
 	c, leader, ib, members := beatingLeader(t, given)
-	beat, lastAck := ib.beat, ib.ahead.lastAck
+	beat, lastAck := ib.lead.beat, ib.lead.ahead.lastAck
 	ib.beating = false // the leader is handling a message
 	other := members[0].Ack
 	other.Term = 2
@@ -158,7 +158,7 @@ type stoppingProbe struct {
 func (p *stoppingProbe) HandleBecomeFollower(gen.PID) error {
 	if p.stopping.Load() {
 		p.inbox.mu.Lock()
-		s := [2]bool{p.inbox.beating, p.inbox.ahead.active()}
+		s := [2]bool{p.inbox.beating, p.inbox.lead != nil && p.inbox.lead.ahead.active()}
 		p.inbox.mu.Unlock()
 		select {
 		case p.seen <- s:
