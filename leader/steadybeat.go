@@ -14,8 +14,8 @@ import (
 // thing on its next wake-up.
 
 // steadyBeat is a leader's steady beat with what its timer and the
-// coalescer need to keep its rules: the shell's clock, each member's entry
-// ready for the outbox, and the leader's grid.
+// coalescer need to keep its rules: its times on the shell's clock and each
+// member's entry ready for the outbox.
 type steadyBeat struct {
 	election.SteadyBeat
 	// entries are the heartbeat to each member, in Members' order, routed
