@@ -43,7 +43,8 @@ func TestSendFailureOfACoalescedHeartbeatReachesTheLeader(t *testing.T) {
 }
 
 // Members with coalescing on and off share a cluster: whichever leads, it
-// is elected and keeps its leadership while heartbeats flow both ways.
+// is elected and keeps its leadership while heartbeats flow both ways (a
+// stall of the machine may cost an election, not a stream of them).
 func TestMixedCoalescingClusterElectsAndKeepsOneLeader(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -64,11 +65,24 @@ func TestMixedCoalescingClusterElectsAndKeepsOneLeader(t *testing.T) {
 			start := c.readIn(4)
 			require.Eventually(t, func() bool { return c.readIn(4).RuntimeTimers >= start.RuntimeTimers+100 }, settle, poll,
 				"the leader did not tick a hundred times")
+			// Heartbeats that did not reach the members with the other
+			// setting would make them campaign again and again. A stall
+			// of the shared machine longer than an election timeout may
+			// cost an election or two, after which member 4 (preferred)
+			// leads again; so the term may move a little, not on and on.
+			var term uint64
+			require.Eventually(t, func() bool {
+				term = c.readIn(4).Term
+				for i := range 5 {
+					if in := c.readIn(i); in.Term != term || in.LeaderNode != c.nodes[4].Name() {
+						return false
+					}
+				}
+				return true
+			}, settle, poll, "the members never agreed on one leader at one term")
+			assert.LessOrEqual(t, term, start.Term+3, "the cluster kept electing over a hundred heartbeats (term %d to %d)", start.Term, term)
 			for i := range 5 {
-				in := c.readIn(i)
-				assert.Equal(t, start.Term, in.Term, "member %d is at the same term", i)
-				assert.Equal(t, c.nodes[4].Name(), in.LeaderNode, "member %d follows the same leader", i)
-				assert.Equal(t, !contains(tc.off, i), in.HeartbeatCoalescing, "member %d says whether it coalesces", i)
+				assert.Equal(t, !contains(tc.off, i), c.readIn(i).HeartbeatCoalescing, "member %d says whether it coalesces", i)
 			}
 		})
 	}
