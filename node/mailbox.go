@@ -209,8 +209,7 @@ const maxSlab = 64
 // slabs of one (a plain allocation each), one that falls behind gets
 // larger ones. A message is never carved twice, so a behavior may keep
 // the one it popped; the slab lives as long as any of its messages is
-// reachable, and the runner lets go of it when it finds the queue empty
-// (see tidy).
+// reachable, and the runner lets go of it when it finds the queue empty (see tidy).
 func (q *queue) carve(pushed uint64) *gen.MailboxMessage {
 	if q.slab == nil {
 		backlog := pushed - q.popped.Load()

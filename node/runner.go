@@ -39,10 +39,7 @@ const workerIdle = 100 * time.Millisecond
 // pool runs a node's woken processes on its worker goroutines. schedule
 // queues a woken process in runq; a worker takes the oldest, and one that
 // finishes a process takes the next without parking, so a burst of
-// wake-ups costs a few goroutine hand-offs, not one each. When nothing is
-// queued and no worker is coming, schedule hands the process straight to
-// a parked worker (or a new one) instead, which runs it without going
-// through runq: one lock round trip per wake-up fewer.
+// wake-ups costs a few goroutine hand-offs, not one each.
 //
 // Promptness: a queued process never waits for a behavior to return, so a
 // behavior that blocks (in a Call, say) delays no other process. Whenever
@@ -69,73 +66,58 @@ type pool struct {
 
 // worker is one worker goroutine's parking place.
 type worker struct {
-	// wake tells the parked worker which process to run, to look at runq
-	// (toRunq) or to end (nil). Capacity 1, and only whoever takes the
-	// worker off the idle stack sends, once, so a send never blocks.
-	wake   chan *process
+	// wake tells the parked worker to look at runq (true) or to end
+	// (false). Capacity 1, and only whoever takes the worker off the idle
+	// stack sends, once, so a send never blocks.
+	wake   chan bool
 	parked uint64 // pool.period when it last parked; guarded by pool.mu
 }
 
-// toRunq is the worker.wake value that sends a worker to runq; it is never
-// run.
-var toRunq = new(process)
-
-// schedule runs p, woken, on a worker.
+// schedule queues p, woken, to run on a worker.
 func (n *node) schedule(p *process) {
 	s := &n.pool
 	s.mu.Lock()
-	if s.runq.n == 0 && s.coming == 0 {
-		s.dispatch(n, p) // unlocks
-		return
-	}
 	s.runq.push(p)
 	if s.coming > 0 {
 		s.mu.Unlock()
 		return
 	}
-	s.coming++
-	s.dispatch(n, toRunq) // unlocks
+	s.call(n) // unlocks
 }
 
-// dispatch gives p (or toRunq) to the worker that parked last, or to a new
-// one when none is parked. s.mu is held; dispatch releases it.
-func (s *pool) dispatch(n *node, p *process) {
+// call wakes the worker that parked last, or starts one when none is
+// parked, to come to runq. s.mu is held; call releases it.
+func (s *pool) call(n *node) {
+	s.coming++
 	if top := len(s.idle) - 1; top >= 0 {
 		w := s.idle[top]
 		s.idle[top] = nil
 		s.idle = s.idle[:top]
 		s.mu.Unlock()
-		w.wake <- p
+		w.wake <- true
 		return
 	}
 	s.mu.Unlock()
-	go n.work(p)
+	go n.work()
 }
 
-// work is a worker goroutine, started by pool.dispatch with its first
-// process or toRunq: it runs that process and the queued ones, parks when
-// there are none, and ends when it is retired, or when none is queued
-// once the node has stopped.
-func (n *node) work(p *process) {
+// work is a worker goroutine, called by pool.call: it runs the queued
+// processes, parks when there are none, and ends when it is retired, or
+// when none is queued once the node has stopped.
+func (n *node) work() {
 	s := &n.pool
 	var w *worker // made when it first parks
 	for {
-		if p == toRunq {
-			s.mu.Lock()
-			s.coming--
-		} else {
-			p.run()
-			s.mu.Lock()
-		}
+		s.mu.Lock()
+		s.coming--
 		for s.runq.n > 0 {
-			next := s.runq.pop().(*process)
+			p := s.runq.pop().(*process)
 			if s.runq.n > 0 && s.coming == 0 {
-				s.coming++
-				s.dispatch(n, toRunq) // unlocks
+				s.call(n) // unlocks
 			} else {
 				s.mu.Unlock()
 			}
-			next.run()
+			p.run()
 			s.mu.Lock()
 		}
 		s.runq.trim()
@@ -144,7 +126,7 @@ func (n *node) work(p *process) {
 			return
 		}
 		if w == nil {
-			w = &worker{wake: make(chan *process, 1)}
+			w = &worker{wake: make(chan bool, 1)}
 		}
 		w.parked = s.period
 		s.idle = append(s.idle, w)
@@ -152,7 +134,7 @@ func (n *node) work(p *process) {
 			s.arm()
 		}
 		s.mu.Unlock()
-		if p = <-w.wake; p == nil {
+		if !<-w.wake {
 			return
 		}
 	}
@@ -177,7 +159,7 @@ func (s *pool) retire() {
 	s.period++
 	old := 0
 	for old < len(s.idle) && s.idle[old].parked+2 <= s.period {
-		s.idle[old].wake <- nil // never blocks: see worker.wake
+		s.idle[old].wake <- false // never blocks: see worker.wake
 		old++
 	}
 	kept := copy(s.idle, s.idle[old:])
@@ -197,7 +179,7 @@ func (s *pool) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	for _, w := range s.idle {
-		w.wake <- nil // never blocks: see worker.wake
+		w.wake <- false // never blocks: see worker.wake
 	}
 	s.idle = nil
 	if s.retirer != nil {
