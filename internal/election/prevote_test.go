@@ -237,13 +237,7 @@ func TestFailoverSurvivesTheNewsArrivingLate(t *testing.T) {
 	t.Run("a candidate does not count a refusal naming the leader it knows dead", func(t *testing.T) {
 		// A refused vote carries the voter's older term and is dropped as
 		// stale anyway; a refused pre-vote is what would end the round.
-		h := newAgreed(t, 2, withPreVote)
-		h.heartbeat(2, 1, h.stamp(), nil)
-		h.take()
-		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
-		h.take()
-		h.fire(TimerElection)
-		require.True(t, h.c.Status(h.now).PreVoting)
+		h := preVotingOnItsLeadersEnd(t, 2)
 		term := h.c.Term()
 		h.step(3, MessageVote{Header: hdr(3, term, h.stamp()), PreVote: true, Leader: procID(nodeName(2))})
 		assert.True(t, h.c.Status(h.now).PreVoting, "still asking: n3's real answer is to come")
@@ -371,17 +365,26 @@ func TestFailoverTurnYieldsToAGrantedPreVote(t *testing.T) {
 		assert.Equal(t, due, h.due[TimerElection])
 	})
 	t.Run("a member already asking for pre-votes keeps asking", func(t *testing.T) {
-		h := newAgreed(t, 4, withPreVote)
-		h.heartbeat(2, 1, h.stamp(), nil)
-		h.take()
-		h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
-		h.take()
-		h.fire(TimerElection)
-		require.True(t, h.c.Status(h.now).PreVoting)
+		h := preVotingOnItsLeadersEnd(t, 4)
 		due := h.due[TimerElection]
 		h.step(3, MessageRequestVote{Header: hdr(3, 2, h.stamp()), PreVote: true})
 		h.take()
 		assert.True(t, h.c.Status(h.now).PreVoting)
 		assert.Equal(t, due, h.due[TimerElection])
 	})
+}
+
+// preVotingOnItsLeadersEnd is a member of an agreed cluster of peers+1
+// whose leader, member 2, was reported down and which is asking for
+// pre-votes.
+func preVotingOnItsLeadersEnd(t *testing.T, peers int) *harness {
+	t.Helper()
+	h := newAgreed(t, peers, withPreVote)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	h.take()
+	h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
+	h.take()
+	h.fire(TimerElection)
+	require.True(t, h.c.Status(h.now).PreVoting)
+	return h
 }
