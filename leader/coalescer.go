@@ -446,8 +446,9 @@ type inbox struct {
 	// delivered at once.
 	ticking atomic.Bool
 	// mu guards everything below. It is taken before coalescer.mu (answer
-	// enqueues while holding it) and after shellTimer.mu (the election
-	// timer's callback reads heardUntil), never the other way round.
+	// and beatAhead enqueue while holding it) and after shellTimer.mu (the
+	// election timer's callback reads heardUntil, the heartbeat timer's
+	// calls beatAhead), never the other way round.
 	mu   sync.Mutex
 	acks []heldAck
 	// beats are the arrival times, on the shell's clock, of the heartbeats

@@ -21,9 +21,9 @@ type steadyBeat struct {
 	// entries are the heartbeat to each member, in Members' order, routed
 	// and with the sender's node left out as the outbox wants them.
 	entries []CoalescedHeartbeat
-	// since is when the beat was given, window and until the beat's, all
-	// on the shell's clock; linger is the member's outbox linger.
-	since, window, until, linger time.Duration
+	// since is when the beat was given and until the beat's end, both on
+	// the shell's clock; linger is the member's outbox linger.
+	since, until, linger time.Duration
 }
 
 // beatenAhead is what was done under a steady beat: ticks sent and
@@ -65,7 +65,7 @@ func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartb
 			continue
 		}
 		t := max(sinceEpoch(at), b.since)
-		if *ack != m.Ack || t-p.lastAck[i] >= b.window {
+		if *ack != m.Ack || t-p.lastAck[i] >= b.Window {
 			break
 		}
 		p.lastAck[i] = t
@@ -95,7 +95,7 @@ func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.
 		return 0, false
 	}
 	for _, last := range p.lastAck {
-		if at-last >= b.window {
+		if at-last >= b.Window {
 			return 0, false
 		}
 	}
@@ -130,7 +130,6 @@ func (a *Actor) publishBeat(now time.Time) {
 		SteadyBeat: sb,
 		entries:    make([]CoalescedHeartbeat, len(sb.Members)),
 		since:      sinceEpoch(now),
-		window:     sb.Window,
 		until:      sinceEpoch(sb.Until),
 		linger:     a.linger,
 	}

@@ -39,7 +39,7 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 	ib.publishBeat(&steadyBeat{
 		SteadyBeat: election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members, Interval: 50 * time.Millisecond,
 			Window: 150 * time.Millisecond, Until: given.Add(time.Hour)},
-		entries: entries, since: sinceEpoch(given), window: 150 * time.Millisecond,
+		entries: entries, since: sinceEpoch(given),
 		until: sinceEpoch(given.Add(time.Hour)), linger: time.Hour,
 	}, lastAck)
 	return c, leader, ib, members

@@ -15,9 +15,7 @@ import (
 // follower.
 func TestSteadyAnswerMatchesTheLeadersHeartbeat(t *testing.T) {
 	for _, n := range []int{3, 5} {
-		nw := newNetwork(t, n, uint64(n), nil)
-		l := nw.settle(5 * time.Second)
-		nw.run(time.Second)
+		nw, l := settledLeader(t, n, uint64(n), nil)
 		// The next heartbeat tick: catch what the leader sends to each follower.
 		a, ok := l.timers[TimerHeartbeat]
 		require.True(t, ok, "a leader has its heartbeat timer armed")
@@ -42,9 +40,7 @@ func TestSteadyAnswerMatchesTheLeadersHeartbeat(t *testing.T) {
 // otherwise: a leader, a candidate, a member that moved to a newer term, and
 // one that declines leadership have none.
 func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
-	nw := newNetwork(t, 3, 9, func(c *Config) { c.DisablePreVote = true })
-	l := nw.settle(5 * time.Second)
-	nw.run(time.Second)
+	nw, l := settledLeader(t, 3, 9, func(c *Config) { c.DisablePreVote = true })
 	_, ok := l.core.SteadyAnswer(nw.now)
 	require.False(t, ok, "a leader answers no heartbeat")
 
@@ -161,9 +157,7 @@ func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
 // answer's time on only: this test states it. Found by the adversarial
 // review of the steady answer.
 func TestSteadyAnswerDoesNotHoldBeforeItWasGiven(t *testing.T) {
-	nw := newNetwork(t, 3, 21, nil)
-	l := nw.settle(5 * time.Second)
-	nw.run(time.Second)
+	nw, l := settledLeader(t, 3, 21, nil)
 	var f *simNode
 	for _, name := range nw.names {
 		if sn := nw.nodes[name]; sn != l {

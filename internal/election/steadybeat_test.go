@@ -17,9 +17,7 @@ import (
 // acknowledgement would wake the leader.
 func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 	for _, n := range []int{3, 5} {
-		nw := newNetwork(t, n, uint64(n)+40, nil)
-		l := nw.settle(5 * time.Second)
-		nw.run(time.Second)
+		nw, l := settledLeader(t, n, uint64(n)+40, nil)
 		sb, ok := l.core.SteadyBeat(nw.now)
 		require.True(t, ok, "a settled leader of %d members has a steady beat", n)
 		require.Len(t, sb.Members, n-1)
@@ -47,9 +45,7 @@ func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 // A leader with anything pending on its tick has no steady beat: a view
 // change to propose, a member preferred over it, a member ended.
 func TestSteadyBeatIsWithheldWhileTheTickHasWorkToDo(t *testing.T) {
-	nw := newNetwork(t, 3, 44, nil)
-	l := nw.settle(5 * time.Second)
-	nw.run(time.Second)
+	nw, l := settledLeader(t, 3, 44, nil)
 	_, ok := l.core.SteadyBeat(nw.now)
 	require.True(t, ok)
 	f := nw.other(l)
@@ -271,9 +267,7 @@ func sameState(a, b *Core) bool {
 
 // CatchUp refuses a report that does not fit the beat, and changes nothing.
 func TestCatchUpRefusesWhatDoesNotFitTheBeat(t *testing.T) {
-	nw := newNetwork(t, 3, 45, nil)
-	l := nw.settle(5 * time.Second)
-	nw.run(time.Second)
+	nw, l := settledLeader(t, 3, 45, nil)
 	sb, ok := l.core.SteadyBeat(nw.now)
 	require.True(t, ok)
 	before := l.core.Clone(nil)
