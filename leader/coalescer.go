@@ -96,6 +96,10 @@ const CoalescerName gen.Atom = "regent.heartbeat_coalescer"
 type MessageHeartbeatBatch struct {
 	Heartbeats []CoalescedHeartbeat
 	Acks       []CoalescedAck
+	// Beats and BeatAcks are the pair beats and their acknowledgements
+	// (rule 8), each in the order they were made.
+	Beats    []PairBeat
+	BeatAcks []PairAck
 }
 
 // CoalescedRoute says who sent an entry of a MessageHeartbeatBatch and for
@@ -160,9 +164,13 @@ const (
 	dropMailboxFull = "mailbox_full"
 	// dropUnexpectedMessage: a message the coalescer does not take.
 	dropUnexpectedMessage = "unexpected_message"
+	// dropStalePair: a PairAck of an earlier epoch or tick, or for a pair
+	// this node does not beat (rule 8): what it says is already known or
+	// moot.
+	dropStalePair = "stale_pair"
 )
 
-var dropReasons = [...]string{dropForeignSender, dropMalformedEntry, dropLocalBatch, dropGone, dropMailboxFull, dropUnexpectedMessage}
+var dropReasons = [...]string{dropForeignSender, dropMalformedEntry, dropLocalBatch, dropGone, dropMailboxFull, dropUnexpectedMessage, dropStalePair}
 
 // undelivered is the reason a local send that failed with err drops what it
 // carried.
@@ -191,6 +199,15 @@ type CoalescerStats struct {
 	// their behalf without waking them, Taken the acknowledgements taken
 	// for them meanwhile (rule 7).
 	BeatenAhead, Taken uint64
+	// Pair beats (rule 8), on the leaders' node: Paired counts leaders
+	// paired, Unpaired their pairings ended, PairBeatsOut the beats sent,
+	// PairAcksIn the acknowledgements credited, PairResets the pairs
+	// started afresh (on either side), PairFailed the beats that could not
+	// be sent. On the followers' node: PairBeatsIn the beats received,
+	// PairBound the slots bound to a member, PairRefused the slots refused
+	// (on either side), PairUnbound the bindings ended.
+	Paired, Unpaired, PairBeatsOut, PairAcksIn, PairResets, PairFailed uint64
+	PairBeatsIn, PairBound, PairRefused, PairUnbound                   uint64
 	// Mismatched counts heartbeats answered ahead whose follower, stepping
 	// them later, sent another answer (sent too), and catch-ups on a steady
 	// beat its leader's core refused: 0 unless the core breaks the promise
@@ -207,6 +224,10 @@ type coalescerCounters struct {
 	framesIn, entriesIn, deliveries, held        atomic.Uint64
 	answered, mismatched                         atomic.Uint64
 	beatenAhead, taken                           atomic.Uint64
+	paired, unpaired, pairBeatsOut, pairAcksIn   atomic.Uint64
+	pairResets, pairFailed                       atomic.Uint64
+	pairBeatsIn, pairBound, pairRefused          atomic.Uint64
+	pairUnbound                                  atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -237,6 +258,13 @@ type coalescer struct {
 	inboxMu sync.RWMutex
 	inboxes map[gen.PID]*inbox
 
+	// pairsIn are the follower side of the pairs whose beats come here
+	// (rule 8): used by the coalescer process only.
+	pairsIn map[pairKey]*pairIn
+
+	// share is the node's share, whose grids beat the pairs (rule 8).
+	share *nodeShare
+
 	// pid is the coalescer process, nil while none runs (between an
 	// abnormal end and its replacement, or after the last member).
 	pid   atomic.Pointer[gen.PID]
@@ -248,6 +276,10 @@ type outbox struct {
 	dest       gen.Atom
 	heartbeats []CoalescedHeartbeat
 	acks       []CoalescedAck
+	// beats and beatAcks are pair beats and their acknowledgements
+	// (rule 8); each travels in the next frame, in order.
+	beats    []PairBeat
+	beatAcks []PairAck
 	// timer flushes the outbox a linger after its first entry; scheduled
 	// says it is set.
 	timer     *time.Timer
@@ -255,7 +287,8 @@ type outbox struct {
 }
 
 func newCoalescer(node gen.Node) *coalescer {
-	return &coalescer{node: node, self: node.Name(), out: make(map[gen.Atom]*outbox), inboxes: make(map[gen.PID]*inbox)}
+	return &coalescer{node: node, self: node.Name(), out: make(map[gen.Atom]*outbox), inboxes: make(map[gen.PID]*inbox),
+		pairsIn: make(map[pairKey]*pairIn)}
 }
 
 // running reports whether the coalescer process runs.
@@ -266,7 +299,22 @@ func (c *coalescer) running() bool { return c.pid.Load() != nil }
 // coalescer cannot take it (its process is not running, so neither could a
 // peer's reach this node): the member then sends directly.
 func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration) bool {
-	return c.enqueueMode(dest, hb, ack, linger, true)
+	return c.enqueueMode(dest, outItem{hb: hb, ack: ack}, linger, true)
+}
+
+// enqueuePair is enqueue for a pair beat or its acknowledgement (rule 8),
+// which is never flushed inline: the grid and the coalescer process enqueue
+// them.
+func (c *coalescer) enqueuePair(dest gen.Atom, beat *PairBeat, ack *PairAck, linger time.Duration) bool {
+	return c.enqueueMode(dest, outItem{beat: beat, beatAck: ack}, linger, false)
+}
+
+// outItem is one thing to enqueue: exactly one of its fields is set.
+type outItem struct {
+	hb      *CoalescedHeartbeat
+	ack     *CoalescedAck
+	beat    *PairBeat
+	beatAck *PairAck
 }
 
 // enqueueMode is enqueue; inline says a full outbox is flushed by the
@@ -274,7 +322,7 @@ func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *Coalesce
 // inbox lock and takes every node's batches, so it must never wait on a
 // send (SendQueueWait) to one node; its full outbox is flushed at once by
 // the outbox's timer instead.
-func (c *coalescer) enqueueMode(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration, inline bool) bool {
+func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration, inline bool) bool {
 	if !c.running() {
 		return false
 	}
@@ -284,10 +332,15 @@ func (c *coalescer) enqueueMode(dest gen.Atom, hb *CoalescedHeartbeat, ack *Coal
 		ob = &outbox{dest: dest}
 		c.out[dest] = ob
 	}
-	if hb != nil {
-		ob.heartbeats = append(ob.heartbeats, *hb)
-	} else {
-		ob.acks = append(ob.acks, *ack)
+	switch {
+	case it.hb != nil:
+		ob.heartbeats = append(ob.heartbeats, *it.hb)
+	case it.ack != nil:
+		ob.acks = append(ob.acks, *it.ack)
+	case it.beat != nil:
+		ob.beats = append(ob.beats, *it.beat)
+	default:
+		ob.beatAcks = append(ob.beatAcks, *it.beatAck)
 	}
 	full := len(ob.heartbeats)+len(ob.acks) >= maxBatchEntries
 	switch {
@@ -316,42 +369,46 @@ func (c *coalescer) enqueueMode(dest gen.Atom, hb *CoalescedHeartbeat, ack *Coal
 }
 
 // take removes and returns the entries waiting for dest.
-func (c *coalescer) take(dest gen.Atom) ([]CoalescedHeartbeat, []CoalescedAck) {
+func (c *coalescer) take(dest gen.Atom) (MessageHeartbeatBatch, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ob := c.out[dest]
 	if ob == nil {
-		return nil, nil
+		return MessageHeartbeatBatch{}, false
 	}
-	hbs, acks := ob.heartbeats, ob.acks
+	b := MessageHeartbeatBatch{Heartbeats: ob.heartbeats, Acks: ob.acks, Beats: ob.beats, BeatAcks: ob.beatAcks}
 	// The taken slices travel in a message the runtime may still hold; the
 	// next entries go to fresh ones, sized for as many.
-	ob.heartbeats, ob.acks = make([]CoalescedHeartbeat, 0, len(hbs)), make([]CoalescedAck, 0, len(acks))
+	ob.heartbeats, ob.acks = make([]CoalescedHeartbeat, 0, len(b.Heartbeats)), make([]CoalescedAck, 0, len(b.Acks))
+	ob.beats, ob.beatAcks = nil, nil
 	if ob.scheduled {
 		// Harmless from the timer's own callback; a full outbox flushed
 		// early stops it (one that fires anyway finds what came since).
 		ob.timer.Stop()
 		ob.scheduled = false
 	}
-	return hbs, acks
+	return b, len(b.Heartbeats)+len(b.Acks)+len(b.Beats)+len(b.BeatAcks) > 0
 }
 
 // flush sends what waits for dest, in frames of at most maxBatchEntries,
 // from the node itself, and tells the senders of a frame that failed.
 func (c *coalescer) flush(dest gen.Atom) {
-	hbs, acks := c.take(dest)
-	if len(hbs)+len(acks) == 0 {
+	all, ok := c.take(dest)
+	if !ok {
 		return
 	}
 	c.stats.flushes.Add(1)
 	to := gen.ProcessID{Name: CoalescerName, Node: dest}
-	for len(hbs)+len(acks) > 0 {
-		var b MessageHeartbeatBatch
+	hbs, acks := all.Heartbeats, all.Acks
+	// The pair beats and their acknowledgements go in the first frame.
+	b := MessageHeartbeatBatch{Beats: all.Beats, BeatAcks: all.BeatAcks}
+	for first := true; first || len(hbs)+len(acks) > 0; first = false {
 		n := min(len(hbs), maxBatchEntries)
 		b.Heartbeats, hbs = hbs[:n:n], hbs[n:]
 		n = min(len(acks), maxBatchEntries-n)
 		b.Acks, acks = acks[:n:n], acks[n:]
 		c.sendBatch(dest, to, b)
+		b = MessageHeartbeatBatch{}
 	}
 }
 
@@ -368,11 +425,16 @@ func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbea
 	case entries > 1 && errors.Is(err, gen.ErrTooLarge):
 		half := entries / 2
 		nh := min(len(b.Heartbeats), half)
-		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh]})
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh], Beats: b.Beats, BeatAcks: b.BeatAcks})
 		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[nh:], Acks: b.Acks[half-nh:]})
 	default:
 		c.stats.failedFrames.Add(1)
 		c.reportFailed(dest, b, err)
+		for i := range b.Beats {
+			if pb := c.pairBeatsFor(time.Duration(b.Beats[i].Interval)); pb != nil {
+				pb.failed(dest, b.Beats[i].Epoch, err)
+			}
+		}
 	}
 }
 
@@ -384,7 +446,7 @@ func (c *coalescer) stop() {
 		if ob.timer != nil {
 			ob.timer.Stop()
 		}
-		ob.heartbeats, ob.acks, ob.scheduled = nil, nil, false
+		ob.heartbeats, ob.acks, ob.beats, ob.beatAcks, ob.scheduled = nil, nil, nil, nil, false
 	}
 }
 
@@ -425,6 +487,11 @@ func (c *coalescer) Stats() CoalescerStats {
 		Deliveries: c.stats.deliveries.Load(), Held: c.stats.held.Load(),
 		Answered: c.stats.answered.Load(), Mismatched: c.stats.mismatched.Load(),
 		BeatenAhead: c.stats.beatenAhead.Load(), Taken: c.stats.taken.Load(),
+		Paired: c.stats.paired.Load(), Unpaired: c.stats.unpaired.Load(),
+		PairBeatsOut: c.stats.pairBeatsOut.Load(), PairAcksIn: c.stats.pairAcksIn.Load(),
+		PairResets: c.stats.pairResets.Load(), PairFailed: c.stats.pairFailed.Load(),
+		PairBeatsIn: c.stats.pairBeatsIn.Load(), PairBound: c.stats.pairBound.Load(),
+		PairRefused: c.stats.pairRefused.Load(), PairUnbound: c.stats.pairUnbound.Load(),
 		Dropped: make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
@@ -468,6 +535,13 @@ type inbox struct {
 	// writes it, so the member reads it without the lock.
 	answering bool
 	steady    steadyReply
+	// paired is the member's binding to a slot of its leader's pair beats
+	// (rule 8), nil when none: written under both this mu and the pair's,
+	// which comes first.
+	paired *pairBinding
+	// skipped counts the heartbeats the held ones stand for beyond
+	// themselves (beatenAhead.skipped).
+	skipped int
 	// lead holds the member's steady beat as leader, usable while beating
 	// is set (rule 7); nil until the member first leads steadily, so a
 	// member that never does keeps none.
@@ -483,6 +557,9 @@ type inbox struct {
 type leaderBeat struct {
 	beat  steadyBeat
 	ahead beatenAhead
+	// paired is the leader's pairing while the pair beats do its ticks
+	// (rule 8); written under mu.
+	paired *pairedLeader
 }
 
 // steadyReply is a member's steady answer with what the coalescer needs to
@@ -532,7 +609,13 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 	delete(c.inboxes, pid)
 	c.inboxMu.Unlock()
 	if ib != nil {
+		ib.withdrawPaired(c)
+		var q *pairedLeader
 		ib.mu.Lock()
+		if ib.lead != nil && ib.lead.paired != nil {
+			q = ib.lead.paired
+			ib.fold()
+		}
 		n := len(ib.acks) + len(ib.beats)
 		ib.acks, ib.beats, ib.spareAcks, ib.spareBeats, ib.closed, ib.answering = nil, nil, nil, nil, true, false
 		if ib.lead != nil {
@@ -541,6 +624,9 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 		}
 		ib.beating = false
 		ib.mu.Unlock()
+		if q != nil {
+			q.resume(sinceEpoch(time.Now()))
+		}
 		if n > 0 {
 			c.stats.drop(dropGone, uint64(n))
 		}
@@ -567,6 +653,14 @@ func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.
 		// Its member ended since the look-up: deliver, which counts it
 		// gone. Or it holds enough: deliver, which wakes it.
 		return false
+	}
+	if ib.lead != nil && ib.lead.paired != nil {
+		// A member of a paired leader replying on its own (its slot was
+		// refused, say): the leader's ticks are its timer's again from
+		// the next instant, and the reply is judged on all it took.
+		q := ib.lead.paired
+		ib.fold()
+		defer q.resumeNext()
 	}
 	if ib.takeAck(from, at, ack) {
 		c.stats.taken.Add(1)
@@ -595,7 +689,7 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	}
 	ack := CoalescedAck{CoalescedRoute: ib.steady.route, Message: ib.steady.Ack}
 	ack.Message.From.Node = "" // the frame says where the sender is
-	if !c.enqueueMode(from.Node, nil, &ack, ib.steady.linger, false) {
+	if !c.enqueueMode(from.Node, outItem{ack: &ack}, ib.steady.linger, false) {
 		return false
 	}
 	ib.beats = append(ib.beats, max(sinceEpoch(at), ib.steady.since))
@@ -610,11 +704,10 @@ func (ib *inbox) publish(r *steadyReply) {
 	ib.mu.Unlock()
 }
 
-// withdraw stops the coalescer from answering for the member.
-func (ib *inbox) withdraw() {
-	ib.mu.Lock()
-	ib.answering = false
-	ib.mu.Unlock()
+// withdraw stops the coalescer from answering for the member, and ends
+// its pair binding (rule 8).
+func (ib *inbox) withdraw(c *coalescer) {
+	ib.withdrawPaired(c)
 }
 
 // heardUntil is when the member's election timer will be due once it has
@@ -624,6 +717,11 @@ func (ib *inbox) withdraw() {
 func (ib *inbox) heardUntil() (time.Duration, bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
+	if ib.paired != nil {
+		// Bound on a pair: every beat of it is a heartbeat held (rule 8).
+		at, _ := ib.paired.lastBeat()
+		return at + ib.steady.Timeout, true
+	}
 	if len(ib.beats) == 0 {
 		return 0, false
 	}
@@ -643,6 +741,7 @@ func (ib *inbox) take() ([]heldAck, []time.Duration, beatenAhead) {
 	if ib.lead != nil {
 		ahead, ib.lead.ahead = ib.lead.ahead, beatenAhead{}
 	}
+	ahead.skipped, ib.skipped = ib.skipped, 0
 	return acks, beats, ahead
 }
 

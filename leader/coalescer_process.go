@@ -79,7 +79,7 @@ func (p *coalescerProcess) ProcessRun() error {
 // delivers the rest, in the batch's order.
 func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 	st := &p.c.stats
-	entries := uint64(len(b.Heartbeats) + len(b.Acks))
+	entries := uint64(len(b.Heartbeats) + len(b.Acks) + len(b.Beats) + len(b.BeatAcks))
 	st.framesIn.Add(1)
 	st.entriesIn.Add(entries)
 	if from.Node == p.c.self {
@@ -100,6 +100,18 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 		t, ok := p.check(e.CoalescedRoute, &e.Message.From, node)
 		if ok && (t.pid == (gen.PID{}) || !p.c.hold(t.pid, e.from(node), now, &e.Message)) {
 			p.deliver(t, inbound{from: e.from(node), ack: &e.Message})
+		}
+	}
+	// Pair beats (rule 8), after the entries that were queued before them.
+	for i := range b.Beats {
+		p.receiveBeat(node, &b.Beats[i], now)
+	}
+	for i := range b.BeatAcks {
+		a := &b.BeatAcks[i]
+		if pb := p.c.pairBeatsFor(time.Duration(a.Interval)); pb != nil {
+			pb.acked(node, a, sinceEpoch(now))
+		} else {
+			st.drop(dropStalePair, 1)
 		}
 	}
 }

@@ -228,8 +228,9 @@ func TestCoalescedHeartbeatsReachTheCoreOncePerTickFromTheirSender(t *testing.T)
 		assert.Empty(t, s.Dropped, "node %d dropped nothing", i)
 	}
 	ls := ReadCoalescer(nodes[li])
-	assert.Positive(t, ls.Held+ls.Taken-coalBefore[li].Held-coalBefore[li].Taken, "the leader's acknowledgements waited for its ticks")
-	assert.Positive(t, ls.BeatenAhead-coalBefore[li].BeatenAhead, "the steady leader's ticks were sent for it")
+	assert.Positive(t, ls.Held+ls.Taken+ls.PairAcksIn-coalBefore[li].Held-coalBefore[li].Taken-coalBefore[li].PairAcksIn,
+		"the leader's acknowledgements waited for its ticks")
+	assert.Positive(t, ls.BeatenAhead+ls.PairBeatsOut-coalBefore[li].BeatenAhead-coalBefore[li].PairBeatsOut, "the steady leader's ticks were sent for it")
 	assert.Zero(t, ls.Mismatched, "every catch-up on a steady beat was taken by the core")
 	for i, nd := range nodes {
 		if i != li {

@@ -60,10 +60,25 @@ func (s *nodeShare) gridFor(d time.Duration) *heartbeatGrid {
 		if s.grids == nil {
 			s.grids = make(map[time.Duration]*heartbeatGrid)
 		}
-		g = newHeartbeatGrid()
+		g = newHeartbeatGrid(newPairBeats(s.coal, d, gridPhase(s.node.Name())))
 		s.grids[d] = g
 	}
 	return g
+}
+
+// pairBeatsFor returns the pair beats of the node's grid for interval d,
+// nil when it has none.
+func (c *coalescer) pairBeatsFor(d time.Duration) *pairBeats {
+	s := c.share
+	if s == nil {
+		return nil
+	}
+	s.gridsMu.Lock()
+	defer s.gridsMu.Unlock()
+	if g := s.grids[d]; g != nil {
+		return g.pairs
+	}
+	return nil
 }
 
 // coalescerSpawnWait bounds how long a first member waits for the coalescer
@@ -102,6 +117,7 @@ func tryRegister(process gen.Process, k registryKey, nk nodeKey) (*nodeShare, er
 	share := registry.nodes[nk]
 	if share == nil {
 		share = &nodeShare{key: nk, node: process.Node(), coal: newCoalescer(process.Node())}
+		share.coal.share = share
 		if _, err := process.Node().SpawnRegister(CoalescerName, coalescerFactory(share), gen.ProcessOptions{}); err != nil {
 			if errors.Is(err, gen.ErrTaken) {
 				return nil, errCoalescerNameTaken

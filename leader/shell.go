@@ -264,6 +264,9 @@ func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
 // stepped.
 func (a *Actor) stepHeld() error {
 	acks, beats, ahead := a.inbox.take()
+	if a.observeStep != nil && ahead.skipped > 0 {
+		a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: ahead.skipped, from: a.inbox.steady.Leader})
+	}
 	a.catchUp(&ahead)
 	if len(acks)+len(beats) == 0 {
 		return a.takeFatal()
@@ -343,7 +346,7 @@ func (a *Actor) publishSteady() {
 // its timer and the coalescer from beating ahead for it.
 func (a *Actor) withdrawSteady() {
 	if a.answering {
-		a.inbox.withdraw()
+		a.inbox.withdraw(a.share.coal)
 		a.answering = false
 	}
 	a.withdrawBeat()

@@ -35,6 +35,10 @@ type beatenAhead struct {
 	election.BeatenAhead
 	lastAck []time.Duration
 	broken  bool
+	// skipped counts the heartbeats of a follower's leader that the held
+	// ones stand for beyond themselves: a pair binding holds its last beat
+	// only (rule 8). Told to Actor.observeStep, nothing else.
+	skipped int
 }
 
 // entries is how many inputs of the member's core a is worth.
@@ -83,9 +87,14 @@ func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartb
 // not past the beat's end, and the coalescer takes every entry. It reports
 // false when the tick must wake the member instead. Called with the
 // heartbeat timer's mu held.
-func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.Duration, bool) {
+func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.Duration) (time.Duration, bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
+	if ib.lead != nil && ib.lead.paired != nil {
+		// Its pairing ended (rule 8), or its beat did: what the pair beats
+		// did counts first.
+		ib.fold()
+	}
 	if ib.closed || !ib.beating || ib.lead.ahead.broken || !c.running() {
 		return 0, false
 	}
@@ -99,9 +108,17 @@ func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.
 			return 0, false
 		}
 	}
+	if o.grid != nil && o.grid.pairs != nil {
+		if q, ok := o.grid.pairs.pair(ib, o, t, at); ok {
+			// Its joins carry this tick's heartbeats, in the beats the grid
+			// sends at this very instant; its timer parks at the beat's end.
+			ib.lead.paired = q
+			return q.parked, true
+		}
+	}
 	for i := range b.entries {
 		// Never inline: a full outbox waits for its timer, not for us.
-		if !c.enqueueMode(b.Members[i].PID.Node, &b.entries[i], nil, b.linger, false) {
+		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &b.entries[i]}, b.linger, false) {
 			// The coalescer stopped: the member's own tick sends them all
 			// (some twice, which a heartbeat allows) and none counts as sent.
 			p.broken = true
@@ -111,7 +128,7 @@ func (c *coalescer) beatAhead(ib *inbox, now time.Duration, phase uint64) (time.
 	p.Beats++
 	p.LastBeat = gridEpoch.Add(at)
 	c.stats.beatenAhead.Add(1)
-	return at + onGrid(gridEpoch.Add(at), b.Interval, phase), true
+	return at + onGrid(gridEpoch.Add(at), b.Interval, o.phase), true
 }
 
 // publishBeat publishes the leader's steady beat for its timer and the
@@ -174,7 +191,12 @@ func (a *Actor) withdrawBeat() {
 	if a.beating {
 		a.inbox.mu.Lock()
 		a.inbox.beating = false
+		q := a.inbox.lead.paired
+		a.inbox.fold()
 		a.inbox.mu.Unlock()
+		if q != nil {
+			q.resumeNext()
+		}
 		a.beating = false
 	}
 }

@@ -53,15 +53,15 @@ func TestASteadyLeadersTickIsSentAndItsAcknowledgementsTaken(t *testing.T) {
 	given := time.Now()
 	c, leader, ib, members := beatingLeader(t, given)
 	tick := sinceEpoch(given.Add(20 * time.Millisecond))
-	next, ok := c.beatAhead(ib, tick, 0)
+	next, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, tick)
 	require.True(t, ok, "a tick within the window of every member's last reply is sent ahead")
 	assert.Greater(t, next, tick)
 	assert.LessOrEqual(t, next, tick+50*time.Millisecond, "the next tick is due on the grid, within an interval")
 	for _, m := range members {
-		hbs, _ := c.take(m.PID.Node)
-		require.Len(t, hbs, 1, "one heartbeat to %s", m.PID)
-		assert.Equal(t, m.PID.ID, hbs[0].ToID)
-		assert.Equal(t, uint64(7), hbs[0].FromID)
+		b, _ := c.take(m.PID.Node)
+		require.Len(t, b.Heartbeats, 1, "one heartbeat to %s", m.PID)
+		assert.Equal(t, m.PID.ID, b.Heartbeats[0].ToID)
+		assert.Equal(t, uint64(7), b.Heartbeats[0].FromID)
 	}
 	at := given.Add(30 * time.Millisecond)
 	ack := members[0].Ack
@@ -83,17 +83,17 @@ func TestASteadyLeadersTickIsSentAndItsAcknowledgementsTaken(t *testing.T) {
 func TestASteadyLeadersTickWakesItWhenTheBeatsRulesDoNotHold(t *testing.T) {
 	given := time.Now()
 	c, _, ib, _ := beatingLeader(t, given)
-	_, ok := c.beatAhead(ib, sinceEpoch(given.Add(150*time.Millisecond)), 0)
+	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(150*time.Millisecond)))
 	assert.False(t, ok, "a member silent for the window: the core must judge the evidence")
 
 	c, _, ib, _ = beatingLeader(t, given)
 	ib.lead.beat.until = sinceEpoch(given.Add(10 * time.Millisecond))
-	_, ok = c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	_, ok = c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 	assert.False(t, ok, "a tick past the beat's end")
 
 	c, _, ib, _ = beatingLeader(t, given)
 	ib.beating = false
-	_, ok = c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	_, ok = c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 	assert.False(t, ok, "a withdrawn beat")
 	assert.Zero(t, c.Stats().BeatenAhead)
 }
@@ -119,7 +119,7 @@ func TestAnUnexpectedAcknowledgementStopsTheBeat(t *testing.T) {
 			ack, from, at := members[0].Ack, members[0].PID, given.Add(10*time.Millisecond)
 			change(&ack, &from, &at)
 			require.True(t, c.hold(leader, from, at, &ack), "held for the leader's next wake-up")
-			_, ok := c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+			_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 			assert.False(t, ok, "the next tick wakes the leader")
 			match := members[1].Ack
 			require.True(t, c.hold(leader, members[1].PID, given.Add(25*time.Millisecond), &match))
@@ -142,7 +142,7 @@ func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
 	other.Term = 2
 	require.True(t, c.hold(leader, members[0].PID, given, &other))
 	ib.publishBeat(&beat, lastAck)
-	_, ok := c.beatAhead(ib, sinceEpoch(given.Add(20*time.Millisecond)), 0)
+	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 	assert.False(t, ok, "the tick wakes the leader, which steps what was held")
 }
 
@@ -198,8 +198,9 @@ func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T
 	}
 	li := waitLeader(t, nodes, pids)
 	// Steady: its ticks are sent ahead.
-	before := ReadCoalescer(nodes[li]).BeatenAhead
-	require.Eventually(t, func() bool { return ReadCoalescer(nodes[li]).BeatenAhead > before+5 },
+	sent := func() uint64 { s := ReadCoalescer(nodes[li]); return s.BeatenAhead + s.PairBeatsOut }
+	before := sent()
+	require.Eventually(t, func() bool { return sent() > before+5 },
 		settleCoalescer, 10*time.Millisecond, "the leader's ticks are sent ahead")
 	stopping[li].Store(true)
 	nodes[li].Stop()

@@ -231,9 +231,14 @@ func (t *shellTimer) stop(o *timerOwner) {
 // (rule 6 of the shell's timers) where a timer is due, instead of one Go
 // timer and one goroutine per leader per tick.
 type heartbeatGrid struct {
+	// pairs beat for the node's paired leaders of this interval (coalescer.go,
+	// rule 8), after the timers due at each instant; nil when the node has
+	// no coalescer.
+	pairs *pairBeats
+
 	// mu guards due, next and rt. It is taken with a shellTimer's mu held
 	// (schedule, stop), never the other way round: fire calls the due
-	// timers after releasing it.
+	// timers and the pairs after releasing it.
 	mu sync.Mutex
 	// due holds each scheduled timer with the instant it fires at, on the
 	// shell's clock, and its owner; next is when rt fires, zero when it is
@@ -249,8 +254,8 @@ type gridFiring struct {
 	owner *timerOwner
 }
 
-func newHeartbeatGrid() *heartbeatGrid {
-	return &heartbeatGrid{due: make(map[*shellTimer]gridEntry)}
+func newHeartbeatGrid(pairs *pairBeats) *heartbeatGrid {
+	return &heartbeatGrid{pairs: pairs, due: make(map[*shellTimer]gridEntry)}
 }
 
 // gridEntry is a timer scheduled on a heartbeatGrid.
@@ -264,6 +269,12 @@ func (g *heartbeatGrid) add(t *shellTimer, o *timerOwner, at, now time.Duration)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.due[t] = gridEntry{at: at, owner: o}
+	g.runAt(at, now)
+}
+
+// runAt makes the Go timer run at at, unless it runs earlier. Called with
+// mu held.
+func (g *heartbeatGrid) runAt(at, now time.Duration) {
 	if g.next == 0 || at < g.next {
 		g.next = at
 		if g.rt == nil {
@@ -274,40 +285,50 @@ func (g *heartbeatGrid) add(t *shellTimer, o *timerOwner, at, now time.Duration)
 	}
 }
 
-// remove unschedules t; the Go timer stops with the last one.
+// remove unschedules t; the Go timer stops with the last one, unless the
+// pairs still beat.
 func (g *heartbeatGrid) remove(t *shellTimer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.due, t)
-	if len(g.due) == 0 && g.next != 0 {
+	if len(g.due) == 0 && g.next != 0 && (g.pairs == nil || g.pairs.next() == 0) {
 		g.rt.Stop()
 		g.next = 0
 	}
 }
 
 // fire is the Go timer's callback: it fires every timer that is due, then
-// runs again for the earliest of the rest.
+// the pairs' beats, then runs again for the earliest of the rest.
 func (g *heartbeatGrid) fire() {
 	g.mu.Lock()
 	now := sinceEpoch(time.Now())
 	var ready []gridFiring
-	next := time.Duration(0)
 	for t, e := range g.due {
-		switch {
-		case e.at <= now:
+		if e.at <= now {
 			ready = append(ready, gridFiring{t, e.owner})
 			delete(g.due, t)
-		case next == 0 || e.at < next:
-			next = e.at
 		}
 	}
-	g.next = next
-	if next != 0 {
-		g.rt.Reset(next - now)
-	}
+	g.next = 0
 	g.mu.Unlock()
 	for _, f := range ready {
 		f.timer.fire(f.owner, election.TimerHeartbeat)
+	}
+	pairsAt := time.Duration(0)
+	if g.pairs != nil {
+		g.pairs.fire(now)
+		pairsAt = g.pairs.next()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	next := pairsAt
+	for _, e := range g.due {
+		if next == 0 || e.at < next {
+			next = e.at
+		}
+	}
+	if next != 0 {
+		g.runAt(next, sinceEpoch(time.Now()))
 	}
 }
 
@@ -344,7 +365,7 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	case election.TimerHeartbeat:
 		// A steady leader's tick is sent for it (rule 7).
 		if o.coal != nil {
-			if next, ok := o.coal.beatAhead(o.inbox, now, o.phase); ok {
+			if next, ok := o.coal.beatAhead(o.inbox, t, o, now); ok {
 				t.due = next
 				t.schedule(now, o, kind)
 				t.mu.Unlock()

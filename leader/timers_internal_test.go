@@ -77,7 +77,7 @@ func TestElectionTimerWaitsForTheHeartbeatsHeldForTheActor(t *testing.T) {
 // due at an instant fires when it comes, a later one at its own instant, a
 // removed one never, and the grid's Go timer stops with its last timer.
 func TestHeartbeatGridFiresEveryDueTimerFromOneGoTimer(t *testing.T) {
-	g := newHeartbeatGrid()
+	g := newHeartbeatGrid(nil)
 	owners := map[*shellTimer]*timerOwner{}
 	newTimer := func() (*shellTimer, *firings) {
 		f := &firings{}

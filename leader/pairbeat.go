@@ -1,0 +1,609 @@
+package leader
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// Pair beats (coalescer.go, rule 8): the leader node's side. While a
+// leader's steady beat stands, its ticks need not travel as one heartbeat
+// entry per member per tick: once its follower's coalescer has bound each
+// member (taken it on as answering that heartbeat ahead), one PairBeat per
+// node pair per tick stands for the ticks of every leader paired on it, and
+// one PairAck back for the acknowledgements of every member bound there.
+// Nothing per cluster crosses the wire, is decoded, answered or taken per
+// tick, and no paired leader's timer fires: its heartbeat timer is parked
+// at its beat's end while the grid's own tick does the work.
+//
+// The rules, over a connection that keeps order (node/doc.go, rule 8) and
+// with every anomaly turned into a fresh start:
+//
+//  1. A steady leader whose tick its timer would send ahead (rule 7) is
+//     paired instead: each member gets a slot on the pair of its node, and
+//     the tick's heartbeats go as the slots' joins in the pair's beat at
+//     the same grid instant. The leader's timer is parked at the beat's end.
+//  2. The follower node binds a slot when the member's published answer
+//     answers the join's heartbeat with the join's expected acknowledgement
+//     (pairbeat_in.go); a bound slot stands for the member answering every
+//     later beat of the pair, until the member withdraws its answer or the
+//     slot leaves. Any other slot is refused: its heartbeat is delivered as
+//     a coalesced one would be, at each beat, and it is named in every
+//     PairAck until its leave arrives.
+//  3. Each PairAck for tick k is every bound slot's acknowledgement of
+//     tick k, arriving when the PairAck arrives, except the refused. The
+//     leader node credits it to each slot joined at or before k, under the
+//     rules of rule 7: within the window of the pair's previous PairAck
+//     (the member's last reply for a slot's first), else the leaders of the
+//     slots it covers are unpaired and it is held for them as a coalesced
+//     acknowledgement.
+//  4. At each grid instant the pair beats tick, after the node's leader
+//     timers due then. Before a tick, a leader is unpaired without it when a
+//     member would be silent for the window by then (the pair's last PairAck,
+//     or a slot's last reply before its first), or the tick is past its
+//     beat's end; its timer is resumed at once, and its next tick is judged
+//     as rule 7 says.
+//  5. A leader is unpaired when it wakes (withdrawing its beat), when a slot
+//     is refused, when its beat breaks, or when its pair is reset; it then
+//     catches up on every tick done and acknowledgement credited, and its
+//     slots leave with the pair's next beat. Acknowledgements of ticks
+//     before that leave that arrive later are held for it as coalesced ones.
+//  6. A pair beat out of sequence (its Prev is not the last tick received in
+//     its epoch) resets the follower node's side of the pair: every slot is
+//     unbound and the PairAck says Reset. A Reset, or a pair beat that could
+//     not be sent, resets the leader node's side: its leaders are unpaired
+//     and it starts a new epoch, whose first beat has Prev 0.
+
+// pairing says leaders may be paired; tests turn it off to compare with
+// rule 7 alone.
+var pairing atomic.Bool
+
+func init() { pairing.Store(true) }
+
+// PairBeat is one tick of the paired leaders of the sending node, for their
+// members on the receiving node (rule 8 of the coalescer).
+type PairBeat struct {
+	// Interval is the HeartbeatInterval of the leaders it beats for, in
+	// nanoseconds: the sender has one grid per interval.
+	Interval int64
+	// Epoch starts afresh after a reset; Prev is the Tick of the previous
+	// beat of the epoch, 0 for its first; Tick counts the grid's ticks.
+	Epoch, Prev, Tick uint64
+	// Leaves are slots that no longer stand, from this beat on; Joins are
+	// slots that stand from this beat on, each with the heartbeat it stands
+	// for.
+	Leaves []uint32
+	Joins  []PairJoin
+}
+
+// PairJoin is a slot joining a pair: a leader's heartbeat to one member, and
+// the acknowledgement the leader expects of it.
+type PairJoin struct {
+	Slot uint32
+	CoalescedRoute
+	// Heartbeat names no sender node (the frame does); Ack is complete.
+	Heartbeat MessageHeartbeat
+	Ack       MessageHeartbeatAck
+}
+
+// PairAck is a follower node's acknowledgement of a PairBeat for every slot
+// bound there.
+type PairAck struct {
+	Interval    int64
+	Epoch, Tick uint64
+	// Refused are the slots that do not stand, which this acknowledgement
+	// does not cover; named until their leave arrives.
+	Refused []uint32
+	// Reset says the beats came out of sequence: nothing is bound any more.
+	Reset bool
+}
+
+// pairBeats is the leader node's side of the pair beats of one heartbeat
+// grid (one node, one HeartbeatInterval).
+type pairBeats struct {
+	coal   *coalescer
+	d      time.Duration
+	phase  uint64
+	linger time.Duration
+
+	// mu guards everything below. It is taken after a shellTimer's mu and
+	// an inbox's mu (a leader is paired from beatAhead), and before
+	// coalescer.mu (beats are enqueued under it); never the other way
+	// round. Timers are resumed, failures told and acknowledgements held
+	// after it is released.
+	mu sync.Mutex
+	// tick counts the ticks done, the last at lastTick on the shell's
+	// clock; nextAt is the instant of the next, zero while idle.
+	tick     uint64
+	lastTick time.Duration
+	nextAt   time.Duration
+	epochs   uint64 // epochs started, for the next one's number
+	pairs    map[gen.Atom]*pairOut
+	leaders  map[*pairedLeader]struct{}
+	// untilAt is no later than the earliest end of a paired leader's beat.
+	untilAt time.Duration
+}
+
+// pairOut is one pair: the slots of the members on one node.
+type pairOut struct {
+	dest         gen.Atom
+	epoch, prev  uint64
+	nextSlot     uint32
+	slots        map[uint32]*beatSlot
+	joins        []PairJoin
+	leaves       []uint32
+	trailing     map[uint32]*beatSlot // left, owed the acknowledgements of ticks before their leave
+	pending      map[uint32]*beatSlot // joined, not yet covered by a PairAck
+	ackTick      uint64
+	ackAt        time.Duration
+	acks         int           // PairAcks credited in this epoch
+	covered      int           // slots covered by the last PairAck
+	coverWindow  time.Duration // the shortest window of a slot joined since the pair was last empty
+	failedEpochs uint64        // epochs ended by a failed send, for the counters
+}
+
+// pairedLeader is a leader whose ticks the pair beats do.
+type pairedLeader struct {
+	pb    *pairBeats
+	ib    *inbox
+	owner *timerOwner
+	timer *shellTimer
+	pid   gen.PID
+	// since is the tick of its joins, the first tick done for it; parked
+	// is the due time its heartbeat timer was parked at.
+	since  uint64
+	parked time.Duration
+	until  time.Duration
+	window time.Duration
+	slots  []*beatSlot // in the beat's Members order
+	ended  bool
+	done   pairedDone // set when ended
+}
+
+// pairedDone is what the pair beats did for a leader until it was unpaired.
+type pairedDone struct {
+	beats    int
+	lastBeat time.Duration
+	acks     []takenPairAcks
+}
+
+// takenPairAcks are the acknowledgements of one member credited by PairAcks.
+type takenPairAcks struct {
+	Count int
+	Last  time.Duration
+}
+
+// beatSlot is one member of a paired leader on its node's pair.
+type beatSlot struct {
+	id     uint32
+	leader *pairedLeader
+	member int
+	pair   *pairOut
+	// join is the tick the slot joined on, leave the tick of the beat that
+	// carries its leave (zero while it stands).
+	join, leave uint64
+	// lastAck is the member's last reply before the slot joined; firstAck
+	// is the pair's acks count at the PairAck that first covered it (zero
+	// while none did).
+	lastAck  time.Duration
+	firstAck int
+	from     gen.PID // the member
+	ack      election.MessageHeartbeatAck
+}
+
+func newPairBeats(c *coalescer, d time.Duration, phase uint64) *pairBeats {
+	return &pairBeats{coal: c, d: d, phase: phase, linger: lingerFor(d),
+		pairs: make(map[gen.Atom]*pairOut), leaders: make(map[*pairedLeader]struct{})}
+}
+
+// pairEffects are what must be done once mu is released: timers to resume,
+// failures to tell, acknowledgements to hold.
+type pairEffects struct {
+	resume []resumeAt
+	failed []failedTo
+	held   []heldFor
+}
+
+type resumeAt struct {
+	q  *pairedLeader
+	at time.Duration
+}
+
+type failedTo struct {
+	pid  gen.PID
+	node gen.Atom
+	err  error
+}
+
+type heldFor struct {
+	leader, from gen.PID
+	ack          election.MessageHeartbeatAck
+}
+
+// active reports whether the beats must tick. Called with mu held.
+func (pb *pairBeats) active() bool {
+	if len(pb.leaders) > 0 {
+		return true
+	}
+	for _, p := range pb.pairs {
+		if len(p.leaves) > 0 || len(p.trailing) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pair pairs a steady leader at the grid instant now, on the shell's clock,
+// in place of sending its tick ahead (rule 1): it reports false when it
+// cannot, and the tick is then sent as rule 7 says. Called by beatAhead with
+// the timer's and the inbox's mu held, on the grid's goroutine, which ticks
+// the pairs after the timers due now.
+func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Duration) (*pairedLeader, bool) {
+	b, p := &ib.lead.beat, &ib.lead.ahead
+	if !pairing.Load() || len(b.Members) == 0 || b.until <= now+pb.d {
+		return nil, false
+	}
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if pb.nextAt == 0 || pb.nextAt > now {
+		pb.nextAt = now // the pairs tick at this very instant
+	}
+	q := &pairedLeader{pb: pb, ib: ib, owner: o, timer: t, pid: o.pid, since: pb.tick + 1, parked: b.until,
+		until: b.until, window: b.Window, slots: make([]*beatSlot, len(b.Members))}
+	for i, m := range b.Members {
+		po := pb.pairs[m.PID.Node]
+		if po == nil {
+			pb.epochs++
+			po = &pairOut{dest: m.PID.Node, epoch: pb.epochs, slots: make(map[uint32]*beatSlot),
+				trailing: make(map[uint32]*beatSlot), pending: make(map[uint32]*beatSlot)}
+			pb.pairs[m.PID.Node] = po
+		}
+		if len(po.slots) == 0 {
+			po.coverWindow = b.Window
+		}
+		po.coverWindow = min(po.coverWindow, b.Window)
+		po.nextSlot++
+		s := &beatSlot{id: po.nextSlot, leader: q, member: i, pair: po, join: q.since, lastAck: p.lastAck[i], from: m.PID, ack: m.Ack}
+		q.slots[i] = s
+		po.slots[s.id] = s
+		po.pending[s.id] = s
+		e := &b.entries[i]
+		po.joins = append(po.joins, PairJoin{Slot: s.id, CoalescedRoute: e.CoalescedRoute, Heartbeat: e.Message, Ack: m.Ack})
+	}
+	pb.leaders[q] = struct{}{}
+	if len(pb.leaders) == 1 || b.until < pb.untilAt {
+		pb.untilAt = b.until
+	}
+	pb.coal.stats.paired.Add(1)
+	return q, true
+}
+
+// unpair ends q's pairing (rule 5) and returns what was done for it; its
+// slots leave with the pair's next beat. Called with mu held, before the
+// tick being done is counted.
+func (pb *pairBeats) unpair(q *pairedLeader) pairedDone {
+	if q.ended {
+		return q.done
+	}
+	q.ended = true
+	delete(pb.leaders, q)
+	d := pairedDone{acks: make([]takenPairAcks, len(q.slots))}
+	if pb.tick >= q.since {
+		d.beats, d.lastBeat = int(pb.tick-q.since+1), pb.lastTick
+	}
+	for i, s := range q.slots {
+		po := s.pair
+		if s.firstAck > 0 {
+			d.acks[i] = takenPairAcks{Count: po.acks - s.firstAck + 1, Last: po.ackAt}
+			po.covered--
+		}
+		delete(po.slots, s.id)
+		delete(po.pending, s.id)
+		if s.join > pb.tick {
+			// Its join was never sent: it leaves by not joining.
+			po.joins = slices.DeleteFunc(po.joins, func(j PairJoin) bool { return j.Slot == s.id })
+			continue
+		}
+		if s.leave == 0 {
+			s.leave = pb.tick + 1
+			po.leaves = append(po.leaves, s.id)
+			po.trailing[s.id] = s
+		}
+	}
+	q.done = d
+	pb.coal.stats.unpaired.Add(1)
+	return d
+}
+
+// withdraw unpairs q for its leader, which woke; the leader resumes its own
+// timer.
+func (pb *pairBeats) withdraw(q *pairedLeader) pairedDone {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	return pb.unpair(q)
+}
+
+// resetPair ends the epoch of po (rule 6): its leaders are unpaired, to
+// resume at resumeAt, and told err when it is not nil. Called with mu held.
+func (pb *pairBeats) resetPair(po *pairOut, resume time.Duration, err error, fx *pairEffects) {
+	seen := make(map[*pairedLeader]bool)
+	for _, s := range po.slots {
+		if q := s.leader; !seen[q] {
+			seen[q] = true
+			pb.unpair(q)
+			fx.resume = append(fx.resume, resumeAt{q, resume})
+			if err != nil {
+				fx.failed = append(fx.failed, failedTo{q.pid, po.dest, err})
+			}
+		}
+	}
+	pb.epochs++
+	po.epoch, po.prev = pb.epochs, 0
+	po.joins, po.leaves = po.joins[:0], po.leaves[:0]
+	clear(po.trailing)
+	clear(po.pending)
+	po.ackTick, po.ackAt, po.acks, po.covered = 0, 0, 0, 0
+	pb.coal.stats.pairResets.Add(1)
+}
+
+// fire ticks the pairs when their instant has come (rule 4); the grid
+// calls it after the timers due at now.
+func (pb *pairBeats) fire(now time.Duration) {
+	var fx pairEffects
+	var out []pairFrame
+	pb.mu.Lock()
+	if pb.nextAt == 0 || now < pb.nextAt {
+		pb.mu.Unlock()
+		return
+	}
+	if !pb.coal.running() {
+		for _, po := range pb.pairs {
+			pb.resetPair(po, now, nil, &fx)
+		}
+	}
+	// Rule 4: who may not have this tick.
+	if len(pb.leaders) > 0 && now > pb.untilAt {
+		pb.untilAt = 0
+		first := true
+		for q := range pb.leaders {
+			if now > q.until {
+				pb.unpair(q)
+				fx.resume = append(fx.resume, resumeAt{q, now})
+				continue
+			}
+			if first || q.until < pb.untilAt {
+				pb.untilAt, first = q.until, false
+			}
+		}
+	}
+	for _, po := range pb.pairs {
+		if po.covered > 0 && now-po.ackAt >= po.coverWindow {
+			pb.unpairAll(po, now, &fx)
+			continue
+		}
+		for _, s := range po.pending {
+			if now-s.lastAck >= s.leader.window {
+				pb.unpair(s.leader)
+				fx.resume = append(fx.resume, resumeAt{s.leader, now})
+			}
+		}
+	}
+	pb.tick++
+	pb.lastTick = now
+	for _, po := range pb.pairs {
+		if len(po.slots) == 0 && len(po.leaves) == 0 && len(po.joins) == 0 {
+			continue
+		}
+		f := pairFrame{dest: po.dest, epoch: po.epoch, beat: PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick,
+			Leaves: po.leaves, Joins: po.joins}}
+		po.prev, po.leaves, po.joins = pb.tick, nil, nil
+		if !pb.coal.enqueuePair(po.dest, &f.beat, nil, pb.linger) {
+			pb.resetPair(po, now+onGrid(gridEpoch.Add(now), pb.d, pb.phase), nil, &fx)
+			continue
+		}
+		out = append(out, f)
+	}
+	if pb.active() {
+		pb.nextAt = now + onGrid(gridEpoch.Add(now), pb.d, pb.phase)
+	} else {
+		pb.nextAt = 0
+	}
+	pb.mu.Unlock()
+	pb.coal.stats.pairBeatsOut.Add(uint64(len(out)))
+	pb.apply(&fx)
+}
+
+// pairFrame is a beat on its way out.
+type pairFrame struct {
+	dest  gen.Atom
+	epoch uint64
+	beat  PairBeat
+}
+
+// unpairAll unpairs every leader with a slot on po, to resume at now.
+// Called with mu held.
+func (pb *pairBeats) unpairAll(po *pairOut, now time.Duration, fx *pairEffects) {
+	for _, s := range po.slots {
+		if !s.leader.ended {
+			pb.unpair(s.leader)
+			fx.resume = append(fx.resume, resumeAt{s.leader, now})
+		}
+	}
+}
+
+// next is when the pairs tick next, zero while they are idle.
+func (pb *pairBeats) next() time.Duration {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	return pb.nextAt
+}
+
+// failed resets the pair to dest whose beat of epoch could not be sent.
+func (pb *pairBeats) failed(dest gen.Atom, epoch uint64, err error) {
+	var fx pairEffects
+	pb.mu.Lock()
+	if po := pb.pairs[dest]; po != nil && po.epoch == epoch {
+		pb.coal.stats.pairFailed.Add(1)
+		pb.resetPair(po, pb.lastTick+onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase), err, &fx)
+	}
+	pb.mu.Unlock()
+	pb.apply(&fx)
+}
+
+// acked credits a PairAck from node, arrived at at on the shell's clock
+// (rule 3).
+func (pb *pairBeats) acked(node gen.Atom, a *PairAck, at time.Duration) {
+	var fx pairEffects
+	pb.mu.Lock()
+	po := pb.pairs[node]
+	switch {
+	case po == nil || a.Epoch != po.epoch:
+		pb.coal.stats.drop(dropStalePair, 1)
+	case a.Reset:
+		pb.resetPair(po, pb.lastTick+onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase), nil, &fx)
+	default:
+		pb.credit(po, a, at, &fx)
+	}
+	pb.mu.Unlock()
+	pb.apply(&fx)
+}
+
+// credit is acked for a PairAck of po's epoch. Called with mu held.
+func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairEffects) {
+	next := pb.lastTick + onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase)
+	refused := make(map[uint32]bool, len(a.Refused))
+	for _, id := range a.Refused {
+		refused[id] = true
+		if s := po.slots[id]; s != nil && !s.leader.ended {
+			pb.unpair(s.leader)
+			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			pb.coal.stats.pairRefused.Add(1)
+		}
+	}
+	if a.Tick <= po.ackTick || a.Tick > po.prev {
+		pb.coal.stats.drop(dropStalePair, 1)
+		return
+	}
+	// Acknowledgements owed to slots that left (rule 5).
+	for id, s := range po.trailing {
+		if a.Tick >= s.leave {
+			delete(po.trailing, id)
+			continue
+		}
+		if a.Tick >= s.join && !refused[id] {
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+		}
+	}
+	if po.covered > 0 && at-po.ackAt >= po.coverWindow {
+		// A late one (rule 3): its leaders step it themselves.
+		for _, s := range po.slots {
+			if s.firstAck > 0 && !s.leader.ended {
+				pb.unpair(s.leader)
+				fx.resume = append(fx.resume, resumeAt{s.leader, next})
+				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+			}
+		}
+	}
+	po.ackTick, po.ackAt = a.Tick, at
+	po.acks++
+	for id, s := range po.pending {
+		if s.join > a.Tick || refused[id] {
+			continue
+		}
+		delete(po.pending, id)
+		if at-s.lastAck >= s.leader.window {
+			pb.unpair(s.leader)
+			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+			continue
+		}
+		s.firstAck = po.acks
+		po.covered++
+	}
+	pb.coal.stats.pairAcksIn.Add(1)
+}
+
+// apply does what a change under mu left to do: it resumes the heartbeat
+// timers of leaders unpaired by the grid or a PairAck, tells them of
+// failed sends, and holds the acknowledgements owed to them.
+func (pb *pairBeats) apply(fx *pairEffects) {
+	for _, r := range fx.resume {
+		r.q.resume(r.at)
+	}
+	for _, f := range fx.failed {
+		if err := pb.coal.node.Send(f.pid, coalescedFailed{node: f.node, err: f.err}); err != nil {
+			pb.coal.stats.drop(undelivered(err), 1)
+		}
+	}
+	for i := range fx.held {
+		h := &fx.held[i]
+		now := time.Now()
+		if !pb.coal.hold(h.leader, h.from, now, &h.ack) {
+			if err := pb.coal.node.Send(h.leader, coalescedIn{inbound{from: h.from, ack: &h.ack}}); err != nil {
+				pb.coal.stats.drop(undelivered(err), 1)
+				continue
+			}
+			pb.coal.stats.deliveries.Add(1)
+		}
+	}
+}
+
+// resume moves q's heartbeat timer from where pairing parked it to at, on
+// the shell's clock; a timer its leader re-armed or stopped since is left
+// alone.
+func (q *pairedLeader) resume(at time.Duration) {
+	t := q.timer
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.due != q.parked {
+		return
+	}
+	t.due = max(at, 1)
+	if t.runAt == 0 || t.due < t.runAt {
+		t.schedule(sinceEpoch(time.Now()), q.owner, election.TimerHeartbeat)
+	}
+}
+
+// resumeNext resumes q's heartbeat timer for the tick after the last one
+// done for it, or at once when none was.
+func (q *pairedLeader) resumeNext() {
+	q.pb.mu.Lock()
+	at := sinceEpoch(time.Now())
+	if q.done.beats > 0 {
+		at = q.done.lastBeat + onGrid(gridEpoch.Add(q.done.lastBeat), q.pb.d, q.pb.phase)
+	}
+	q.pb.mu.Unlock()
+	q.resume(at)
+}
+
+// fold adds what the pair beats did for the leader to what was beaten
+// ahead (rule 5), unpairing it first if it still is. Called with the
+// inbox's mu held; the caller resumes the leader's timer when it is not
+// the timer itself.
+func (ib *inbox) fold() {
+	q := ib.lead.paired
+	if q == nil {
+		return
+	}
+	ib.lead.paired = nil
+	d := q.pb.withdraw(q)
+	p := &ib.lead.ahead
+	if d.beats > 0 {
+		p.Beats += d.beats
+		p.LastBeat = gridEpoch.Add(d.lastBeat)
+	}
+	for i, a := range d.acks {
+		if a.Count == 0 {
+			continue
+		}
+		p.Acks[i].Count += a.Count
+		if t := gridEpoch.Add(a.Last); t.After(p.Acks[i].Last) {
+			p.Acks[i].Last = t
+		}
+		p.lastAck[i] = max(p.lastAck[i], a.Last)
+	}
+}

@@ -1,0 +1,235 @@
+package leader
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// Pair beats (coalescer.go, rule 8): the follower node's side. A slot is
+// bound to a member whose published answer answers the slot's heartbeat
+// with the acknowledgement its leader expects; while bound, each beat of the
+// pair is that member's heartbeat, answered ahead and held as rule 6 holds
+// one, except that only the pair's last beat is kept: of held heartbeats
+// with nothing between them, stepping the last alone is stepping them all
+// (election.Core.SteadyAnswer). The binding ends, under both the pair's and
+// the member's inbox lock, when the member withdraws its answer, the slot
+// leaves, or the pair resets; from then on the slot's heartbeat is
+// delivered as a coalesced one at each beat until its leave arrives.
+
+// pairKey names one pair from this node's side: the leaders' node and grid.
+type pairKey struct {
+	node     gen.Atom
+	interval int64
+}
+
+// pairIn is the follower node's side of one pair. Its map lives in the
+// coalescer and is used by the coalescer process only.
+type pairIn struct {
+	key pairKey
+	// mu guards everything below but lastTick and lastTickAt. It is taken
+	// before an inbox's mu (binding, unbinding), never after it.
+	mu sync.Mutex
+	// epoch and prev are the sender's epoch and the last tick received in
+	// it; poisoned says the beats came out of sequence, so only a new
+	// epoch is taken.
+	epoch, prev uint64
+	poisoned    bool
+	bound       map[uint32]*pairBinding
+	// refused are slots that do not stand here: their heartbeat is
+	// delivered at each beat until their leave arrives.
+	refused map[uint32]*pairBinding
+	// lastTick and lastTickAt are the last beat and its arrival on the
+	// shell's clock, written under mu (lastTickAt first) and read without
+	// it by the members' election timers (heardUntil).
+	lastTick   atomic.Uint64
+	lastTickAt atomic.Int64
+}
+
+// pairBinding is a slot of a pair, bound to a member or refused.
+type pairBinding struct {
+	src  *pairIn
+	slot uint32
+	ib   *inbox
+	to   deliveryTarget
+	// from is the leader; hb its heartbeat, the sender node restored.
+	from gen.PID
+	hb   MessageHeartbeat
+	// since is the tick the binding began on and sinceAt when.
+	since   uint64
+	sinceAt time.Duration
+}
+
+// lastBeat is the arrival of the last beat b stands for, on the shell's
+// clock, and how many beats it stands for. Called with b.src.mu or the
+// inbox's mu held.
+func (b *pairBinding) lastBeat() (time.Duration, int) {
+	tick := b.src.lastTick.Load()
+	if tick <= b.since {
+		return b.sinceAt, 1
+	}
+	return max(time.Duration(b.src.lastTickAt.Load()), b.sinceAt), int(tick-b.since) + 1
+}
+
+// unbindLocked ends b's binding: what it stood for is held in the member's
+// inbox as one heartbeat, and the slot is refused until it leaves unless
+// leaving says it already did. Called with b.src.mu and b.ib.mu held.
+func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
+	src, ib := b.src, b.ib
+	if ib.paired != b {
+		return
+	}
+	ib.paired = nil
+	delete(src.bound, b.slot)
+	if !leaving {
+		src.refused[b.slot] = b
+	}
+	if ib.closed {
+		return
+	}
+	at, n := b.lastBeat()
+	if k := len(ib.beats); k > 0 && ib.beats[k-1] > at {
+		at = ib.beats[k-1]
+	}
+	ib.beats = append(ib.beats, at)
+	ib.skipped += n - 1
+	c.stats.answered.Add(uint64(n))
+	c.stats.pairUnbound.Add(1)
+}
+
+// receiveBeat takes a PairBeat from node, arrived at now: it checks its
+// sequence, takes its leaves, beats every bound slot and delivers every
+// refused slot's heartbeat, binds its joins, and enqueues the PairAck.
+func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time) {
+	c := p.c
+	key := pairKey{node: node, interval: b.Interval}
+	src := c.pairsIn[key]
+	if src == nil {
+		src = &pairIn{key: key, bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding)}
+		c.pairsIn[key] = src
+	}
+	at := sinceEpoch(now)
+	c.stats.pairBeatsIn.Add(1)
+	src.mu.Lock()
+	ack := PairAck{Interval: b.Interval, Epoch: b.Epoch, Tick: b.Tick}
+	switch {
+	case b.Epoch == src.epoch && b.Prev == src.prev && !src.poisoned && b.Tick > b.Prev:
+	case b.Epoch != src.epoch && b.Prev == 0:
+		p.resetIn(src)
+		src.epoch, src.poisoned = b.Epoch, false
+	default:
+		// Out of sequence (rule 6): nothing stands until a new epoch.
+		p.resetIn(src)
+		src.epoch, src.poisoned = b.Epoch, true
+		ack.Reset = true
+		src.mu.Unlock()
+		c.stats.pairResets.Add(1)
+		c.enqueuePair(node, nil, &ack, lingerFor(time.Duration(b.Interval)))
+		return
+	}
+	for _, id := range b.Leaves {
+		if bd := src.bound[id]; bd != nil {
+			bd.ib.mu.Lock()
+			bd.unbindLocked(c, true)
+			bd.ib.mu.Unlock()
+		}
+		delete(src.refused, id)
+	}
+	src.prev = b.Tick
+	src.lastTickAt.Store(int64(at))
+	src.lastTick.Store(b.Tick)
+	for _, bd := range src.refused {
+		p.deliverHeartbeat(bd.to, bd.from, now, &bd.hb)
+	}
+	for i := range b.Joins {
+		p.join(src, &b.Joins[i], node, now, at, b.Tick)
+	}
+	if len(src.refused) > 0 {
+		ack.Refused = make([]uint32, 0, len(src.refused))
+		for id := range src.refused {
+			ack.Refused = append(ack.Refused, id)
+		}
+	}
+	src.mu.Unlock()
+	c.enqueuePair(node, nil, &ack, lingerFor(time.Duration(b.Interval)))
+}
+
+// join binds the slot j to its member, or refuses it and delivers its
+// heartbeat as a coalesced one. Called with src.mu held.
+func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now time.Time, at time.Duration, tick uint64) {
+	c := p.c
+	hb := j.Heartbeat
+	t, ok := p.check(j.CoalescedRoute, &hb.From, node)
+	if !ok {
+		return // counted; the slot is neither bound nor refused, so never acknowledged
+	}
+	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, sinceAt: at}
+	if t.pid != (gen.PID{}) {
+		if ib := c.inboxOf(t.pid); ib != nil {
+			ib.mu.Lock()
+			if !ib.closed && ib.answering && ib.paired == nil && ib.steady.Answers(bd.from, &hb) && ib.steady.Ack == j.Ack {
+				bd.ib, bd.sinceAt = ib, max(at, ib.steady.since)
+				ib.paired = bd
+				src.bound[j.Slot] = bd
+				ib.mu.Unlock()
+				c.stats.pairBound.Add(1)
+				return
+			}
+			ib.mu.Unlock()
+		}
+	}
+	src.refused[j.Slot] = bd
+	c.stats.pairRefused.Add(1)
+	p.deliverHeartbeat(t, bd.from, now, &bd.hb)
+}
+
+// deliverHeartbeat answers hb ahead or delivers it to t, as a coalesced
+// heartbeat is (rule 4).
+func (p *coalescerProcess) deliverHeartbeat(t deliveryTarget, from gen.PID, now time.Time, hb *MessageHeartbeat) {
+	if t.pid == (gen.PID{}) || !p.c.answer(t.pid, from, now, hb) {
+		msg := *hb
+		p.deliver(t, inbound{from: from, hb: &msg})
+	}
+}
+
+// resetIn unbinds every slot of src and forgets the refused. Called with
+// src.mu held.
+func (p *coalescerProcess) resetIn(src *pairIn) {
+	for _, bd := range src.bound {
+		bd.ib.mu.Lock()
+		bd.unbindLocked(p.c, true)
+		bd.ib.mu.Unlock()
+	}
+	clear(src.refused)
+	src.prev = 0
+}
+
+// withdrawPaired ends the member's binding, if any, with its answer
+// withdrawn in the same step: no beat counts for it once it moves. The
+// binding can only be taken under the pair's lock, which comes before the
+// inbox's.
+func (ib *inbox) withdrawPaired(c *coalescer) {
+	for {
+		ib.mu.Lock()
+		b := ib.paired
+		if b == nil {
+			ib.answering = false
+			ib.mu.Unlock()
+			return
+		}
+		ib.mu.Unlock()
+		b.src.mu.Lock()
+		ib.mu.Lock()
+		if ib.paired == b {
+			b.unbindLocked(c, false)
+			ib.answering = false
+			ib.mu.Unlock()
+			b.src.mu.Unlock()
+			return
+		}
+		ib.mu.Unlock()
+		b.src.mu.Unlock()
+	}
+}
