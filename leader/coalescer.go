@@ -421,7 +421,7 @@ func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbea
 	switch {
 	case err == nil:
 		c.stats.framesOut.Add(1)
-		c.stats.entriesOut.Add(uint64(entries))
+		c.stats.entriesOut.Add(uint64(entries + len(b.Beats) + len(b.BeatAcks)))
 	case entries > 1 && errors.Is(err, gen.ErrTooLarge):
 		half := entries / 2
 		nh := min(len(b.Heartbeats), half)

@@ -95,7 +95,6 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	}
 	ib.beats = append(ib.beats, at)
 	ib.skipped += n - 1
-	c.stats.answered.Add(uint64(n))
 	c.stats.pairUnbound.Add(1)
 }
 
@@ -140,6 +139,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	src.prev = b.Tick
 	src.lastTickAt.Store(int64(at))
 	src.lastTick.Store(b.Tick)
+	c.stats.answered.Add(uint64(len(src.bound)))
 	for _, bd := range src.refused {
 		p.deliverHeartbeat(bd.to, bd.from, now, &bd.hb)
 	}
@@ -175,6 +175,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 				src.bound[j.Slot] = bd
 				ib.mu.Unlock()
 				c.stats.pairBound.Add(1)
+				c.stats.answered.Add(1)
 				return
 			}
 			ib.mu.Unlock()
