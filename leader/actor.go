@@ -156,6 +156,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.linger = lingerFor(cfg.HeartbeatInterval)
 	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
 	a.timerOwner.coal = a.share.coal
+	a.timerOwner.pairs = a.timerOwner.grid.pairs
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {

@@ -217,6 +217,17 @@ type CoalescerStats struct {
 	Dropped map[string]uint64
 }
 
+// PairEvents returns the pair beat counters (rule 8) by event name, as the
+// inspection key coalescer:pairs and the metric
+// regent_coalescer_pair_events_total name them.
+func (s CoalescerStats) PairEvents() map[string]uint64 {
+	return map[string]uint64{
+		"paired": s.Paired, "unpaired": s.Unpaired, "beats_out": s.PairBeatsOut, "acks_in": s.PairAcksIn,
+		"resets": s.PairResets, "failed": s.PairFailed, "beats_in": s.PairBeatsIn, "bound": s.PairBound,
+		"refused": s.PairRefused, "unbound": s.PairUnbound,
+	}
+}
+
 // coalescerCounters are CoalescerStats, written by members, timers and the
 // coalescer process, read by anyone.
 type coalescerCounters struct {
@@ -261,6 +272,9 @@ type coalescer struct {
 	// pairsIn are the follower side of the pairs whose beats come here
 	// (rule 8): used by the coalescer process only.
 	pairsIn map[pairKey]*pairIn
+
+	// ackLinger, when set (by tests), replaces the linger of PairAcks.
+	ackLinger time.Duration
 
 	// share is the node's share, whose grids beat the pairs (rule 8).
 	share *nodeShare

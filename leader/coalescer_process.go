@@ -170,5 +170,6 @@ func (p *coalescerProcess) inspect() map[string]string {
 		"coalescer:taken":         strconv.FormatUint(s.Taken, 10),
 		"coalescer:mismatched":    strconv.FormatUint(s.Mismatched, 10),
 		"coalescer:dropped":       formatCounts(s.Dropped),
+		"coalescer:pairs":         formatCounts(s.PairEvents()),
 	}
 }

@@ -184,8 +184,9 @@ type beatSlot struct {
 	member int
 	pair   *pairOut
 	// join is the tick the slot joined on, leave the tick of the beat that
-	// carries its leave (zero while it stands).
+	// carries its leave (zero while it stands), and leftAt when it left.
 	join, leave uint64
+	leftAt      time.Duration
 	// lastAck is the member's last reply before the slot joined; firstAck
 	// is the pair's acks count at the PairAck that first covered it (zero
 	// while none did).
@@ -222,15 +223,17 @@ type failedTo struct {
 type heldFor struct {
 	leader, from gen.PID
 	ack          election.MessageHeartbeatAck
+	at           time.Duration // its arrival, on the shell's clock
 }
 
-// active reports whether the beats must tick. Called with mu held.
+// active reports whether the beats must tick: a leader is paired or a
+// leave is still to be sent. Called with mu held.
 func (pb *pairBeats) active() bool {
 	if len(pb.leaders) > 0 {
 		return true
 	}
 	for _, p := range pb.pairs {
-		if len(p.leaves) > 0 || len(p.trailing) > 0 {
+		if len(p.leaves) > 0 {
 			return true
 		}
 	}
@@ -309,7 +312,7 @@ func (pb *pairBeats) unpair(q *pairedLeader) pairedDone {
 			continue
 		}
 		if s.leave == 0 {
-			s.leave = pb.tick + 1
+			s.leave, s.leftAt = pb.tick+1, pb.lastTick
 			po.leaves = append(po.leaves, s.id)
 			po.trailing[s.id] = s
 		}
@@ -395,6 +398,14 @@ func (pb *pairBeats) fire(now time.Duration) {
 	pb.tick++
 	pb.lastTick = now
 	for _, po := range pb.pairs {
+		for id, s := range po.trailing {
+			// An acknowledgement owed that has not come within a window
+			// is not coming in time to count: its leader judged the
+			// silence by then.
+			if now-s.leftAt >= 2*s.leader.window {
+				delete(po.trailing, id)
+			}
+		}
 		if len(po.slots) == 0 && len(po.leaves) == 0 && len(po.joins) == 0 {
 			continue
 		}
@@ -495,7 +506,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 			continue
 		}
 		if a.Tick >= s.join && !refused[id] {
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 		}
 	}
 	if po.covered > 0 && at-po.ackAt >= po.coverWindow {
@@ -504,7 +515,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 			if s.firstAck > 0 && !s.leader.ended {
 				pb.unpair(s.leader)
 				fx.resume = append(fx.resume, resumeAt{s.leader, next})
-				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 			}
 		}
 	}
@@ -518,7 +529,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		if at-s.lastAck >= s.leader.window {
 			pb.unpair(s.leader)
 			fx.resume = append(fx.resume, resumeAt{s.leader, next})
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack})
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 			continue
 		}
 		s.firstAck = po.acks
@@ -541,8 +552,7 @@ func (pb *pairBeats) apply(fx *pairEffects) {
 	}
 	for i := range fx.held {
 		h := &fx.held[i]
-		now := time.Now()
-		if !pb.coal.hold(h.leader, h.from, now, &h.ack) {
+		if !pb.coal.hold(h.leader, h.from, gridEpoch.Add(h.at), &h.ack) {
 			if err := pb.coal.node.Send(h.leader, coalescedIn{inbound{from: h.from, ack: &h.ack}}); err != nil {
 				pb.coal.stats.drop(undelivered(err), 1)
 				continue

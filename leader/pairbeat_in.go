@@ -125,7 +125,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		ack.Reset = true
 		src.mu.Unlock()
 		c.stats.pairResets.Add(1)
-		c.enqueuePair(node, nil, &ack, lingerFor(time.Duration(b.Interval)))
+		c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
 		return
 	}
 	for _, id := range b.Leaves {
@@ -153,7 +153,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		}
 	}
 	src.mu.Unlock()
-	c.enqueuePair(node, nil, &ack, lingerFor(time.Duration(b.Interval)))
+	c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
 }
 
 // join binds the slot j to its member, or refuses it and delivers its
@@ -205,6 +205,15 @@ func (p *coalescerProcess) resetIn(src *pairIn) {
 	}
 	clear(src.refused)
 	src.prev = 0
+}
+
+// pairAckLinger is the linger of a PairAck for beats of the given
+// interval: a member's own (Actor.linger), unless a test set another.
+func (c *coalescer) pairAckLinger(interval int64) time.Duration {
+	if c.ackLinger > 0 {
+		return c.ackLinger
+	}
+	return lingerFor(time.Duration(interval))
 }
 
 // withdrawPaired ends the member's binding, if any, with its answer

@@ -108,8 +108,8 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 			return 0, false
 		}
 	}
-	if o.grid != nil && o.grid.pairs != nil {
-		if q, ok := o.grid.pairs.pair(ib, o, t, at); ok {
+	if o.pairs != nil {
+		if q, ok := o.pairs.pair(ib, o, t, at); ok {
 			// Its joins carry this tick's heartbeats, in the beats the grid
 			// sends at this very instant; its timer parks at the beat's end.
 			ib.lead.paired = q

@@ -105,6 +105,10 @@ type timerOwner struct {
 	// (rule 7); both nil until the actor joins its node's share.
 	grid *heartbeatGrid
 	coal *coalescer
+	// pairs are the grid's pair beats, which a steady leader's ticks are
+	// paired on (coalescer.go, rule 8); nil until the actor joins its
+	// node's share.
+	pairs *pairBeats
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64

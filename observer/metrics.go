@@ -41,14 +41,14 @@ type networkDescs struct {
 	// carried the frames out.
 	framesIn, framesOut, bytesIn, bytesOut, writes *prometheus.Desc
 	// coalescer: the node's heartbeat coalescer (leader.CoalescerStats).
-	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped *prometheus.Desc
+	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped, coalPairs *prometheus.Desc
 }
 
 // all lists every description.
 func (d networkDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.peers, d.inFlight, d.rejected, d.dropped, d.collisions,
 		d.framesIn, d.framesOut, d.bytesIn, d.bytesOut, d.writes,
-		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped}
+		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped, d.coalPairs}
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -98,6 +98,8 @@ func newMetrics(node gen.Node) *metrics {
 				"Heartbeats answered ahead whose follower then sent another answer, and catch-ups a steady leader's core refused: 0 unless there is a defect.", []string{"node"}, nil),
 			coalDropped: prometheus.NewDesc("regent_coalescer_dropped_total",
 				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
+			coalPairs: prometheus.NewDesc("regent_coalescer_pair_events_total",
+				"Pair beat events of the node's coalescer (leaders paired and unpaired, beats and acknowledgements, slots bound, refused and unbound, resets, failed sends), by event.", []string{"node", "event"}, nil),
 		},
 		members: []memberGauge{
 			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
@@ -155,7 +157,7 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
 	}
-	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped} {
+	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped, m.network.coalPairs: coal.PairEvents()} {
 		for reason, n := range counts {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node, reason)
 		}

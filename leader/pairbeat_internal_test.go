@@ -1,0 +1,433 @@
+package leader
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// pairingLeader is beatingLeader's leader paired on its tick at given+20ms
+// (coalescer.go, rule 8), its heartbeat timer parked where beatAhead puts
+// it. The timer's owner has no coalescer: once resumed, the timer's firing
+// reaches fired as the actor's would.
+type pairingLeader struct {
+	c       *coalescer
+	pid     gen.PID
+	ib      *inbox
+	members []election.SteadyMember
+	pb      *pairBeats
+	timer   *shellTimer
+	fired   *firings
+	paired  time.Duration // the tick it was paired on
+}
+
+func pairLeader(t *testing.T, given time.Time) *pairingLeader {
+	c, leader, ib, members := beatingLeader(t, given)
+	pb := newPairBeats(c, 50*time.Millisecond, 0)
+	pb.linger = time.Hour // nothing is flushed: the test takes the outboxes
+	f := &firings{}
+	o := &timerOwner{process: f, pid: leader, inbox: ib, grid: newHeartbeatGrid(nil), pairs: pb}
+	tm := &shellTimer{}
+	t.Cleanup(func() {
+		tm.mu.Lock()
+		tm.stop(o)
+		tm.mu.Unlock()
+	})
+	at := sinceEpoch(given.Add(20 * time.Millisecond))
+	next, ok := c.beatAhead(ib, tm, o, at)
+	require.True(t, ok, "a steady leader's tick is done for it")
+	require.NotNil(t, ib.lead.paired, "rule 8.1: its tick pairs it")
+	assert.Equal(t, ib.lead.beat.until, next, "rule 8.1: its timer parks at its beat's end")
+	tm.mu.Lock()
+	tm.due = next // as the timer's callback does with what beatAhead returns
+	tm.mu.Unlock()
+	return &pairingLeader{c: c, pid: leader, ib: ib, members: members, pb: pb, timer: tm, fired: f, paired: at}
+}
+
+// beatsTo takes the pair beats queued for node, and checks that no
+// heartbeat went as an entry of its own.
+func (l *pairingLeader) beatsTo(t *testing.T, node gen.Atom) []PairBeat {
+	b, _ := l.c.take(node)
+	assert.Empty(t, b.Heartbeats, "rule 8: a paired leader's heartbeats travel in pair beats only")
+	return b.Beats
+}
+
+// wake is the leader waking (withdrawBeat, stepHeld): what was done for
+// it, caught up on.
+func (l *pairingLeader) wake() beatenAhead {
+	_, ahead := l.wakeHolding()
+	return ahead
+}
+
+// wakeHolding is wake, with the acknowledgements held for it.
+func (l *pairingLeader) wakeHolding() ([]heldAck, beatenAhead) {
+	l.ib.mu.Lock()
+	l.ib.beating = false
+	l.ib.fold()
+	l.ib.mu.Unlock()
+	acks, _, ahead := l.ib.take()
+	return acks, ahead
+}
+
+func (l *pairingLeader) ackFrom(node gen.Atom, tick uint64, at time.Duration, refused ...uint32) {
+	po := l.pb.pairs[node]
+	l.pb.acked(node, &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: tick, Refused: refused}, at)
+}
+
+// Rules 8.1 and 8.3: a paired leader's tick goes to each member's node as
+// one join, carrying the heartbeat it would have sent and the
+// acknowledgement it expects; each later tick is one pair beat for all;
+// each PairAck credits every slot joined by then; the leader catches up on
+// all of it at once, as stepping each would have left it.
+func TestAPairedLeadersTicksAreItsPairsBeatsAndTheirAcksItsMembersReplies(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	for i, m := range l.members {
+		beats := l.beatsTo(t, m.PID.Node)
+		require.Len(t, beats, 1, "one pair beat to %s", m.PID.Node)
+		b := beats[0]
+		assert.Equal(t, uint64(0), b.Prev, "an epoch's first beat")
+		require.Len(t, b.Joins, 1)
+		j := b.Joins[0]
+		want := l.ib.lead.beat.entries[i]
+		assert.Equal(t, want.CoalescedRoute, j.CoalescedRoute)
+		assert.Equal(t, want.Message, j.Heartbeat, "the join carries this tick's heartbeat")
+		assert.Equal(t, m.Ack, j.Ack, "and the acknowledgement the beat expects")
+	}
+	l.pb.fire(t0 + 50*time.Millisecond)
+	for _, m := range l.members {
+		beats := l.beatsTo(t, m.PID.Node)
+		require.Len(t, beats, 1)
+		assert.Empty(t, beats[0].Joins, "a slot joins once")
+		assert.Equal(t, beats[0].Tick-1, beats[0].Prev, "beats chain")
+	}
+	first := l.pb.tick - 1
+	l.ackFrom("a@h", first, t0+30*time.Millisecond)
+	l.ackFrom("b@h", first, t0+31*time.Millisecond)
+	l.ackFrom("a@h", first+1, t0+80*time.Millisecond)
+	l.pb.fire(t0 + 100*time.Millisecond)
+
+	ahead := l.wake()
+	assert.Equal(t, 3, ahead.Beats, "every tick done for it")
+	assert.Equal(t, gridEpoch.Add(t0+100*time.Millisecond), ahead.LastBeat)
+	assert.Equal(t, 2, ahead.Acks[0].Count)
+	assert.Equal(t, gridEpoch.Add(t0+80*time.Millisecond), ahead.Acks[0].Last, "the last PairAck from a member's node is its last reply")
+	assert.Equal(t, 1, ahead.Acks[1].Count)
+	assert.Equal(t, gridEpoch.Add(t0+31*time.Millisecond), ahead.Acks[1].Last)
+	assert.Zero(t, l.c.stats.mismatched.Load())
+	assert.Nil(t, l.ib.lead.paired)
+}
+
+// Rule 8.5: once its leader is unpaired, a slot leaves with the pair's next
+// beat and is beaten no more; an acknowledgement of a tick before the leave
+// that arrives after the catch-up is handed to the leader as a coalesced
+// one, with its arrival time.
+func TestAnUnpairedLeadersSlotsLeaveAndTheirLateAcksReachIt(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	l.pb.fire(t0 + 50*time.Millisecond)
+	l.beatsTo(t, "a@h")
+	l.beatsTo(t, "b@h")
+	tick := l.pb.tick
+	ahead := l.wake()
+	require.Equal(t, 2, ahead.Beats)
+
+	l.pb.fire(t0 + 100*time.Millisecond)
+	for _, m := range l.members {
+		beats := l.beatsTo(t, m.PID.Node)
+		require.Len(t, beats, 1, "the leave goes in the pair's next beat")
+		assert.Len(t, beats[0].Leaves, 1)
+	}
+	late := t0 + 110*time.Millisecond
+	l.ackFrom("a@h", tick, late)
+	acks, _, again := l.ib.take()
+	assert.Zero(t, again.Beats, "nothing is beaten for it after it woke")
+	require.Len(t, acks, 1, "the acknowledgement owed reaches the leader")
+	assert.Equal(t, l.members[0].PID, acks[0].from)
+	assert.Equal(t, l.members[0].Ack, acks[0].ack)
+	assert.Equal(t, gridEpoch.Add(late), acks[0].at, "at its arrival")
+	l.pb.fire(t0 + 150*time.Millisecond)
+	assert.Empty(t, l.beatsTo(t, "a@h"), "an idle pair sends nothing")
+	assert.Zero(t, l.pb.next(), "and the pairs stop ticking")
+}
+
+// Rule 8.4: a tick that would find a member silent for the beat's window is
+// not done for the leader: it is unpaired with what came before, and its
+// own timer fires for that tick at once, where rule 7 judges it.
+func TestATickThatFindsAMemberSilentWakesThePairedLeadersTimer(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	for k := range 3 {
+		l.pb.fire(t0 + time.Duration(k)*50*time.Millisecond)
+	}
+	// a@h replies to the first tick; b@h was last heard at given.
+	l.ackFrom("a@h", l.pb.tick-2, t0+30*time.Millisecond)
+	silent := given.Add(l.ib.lead.beat.Window)
+	l.pb.fire(sinceEpoch(silent))
+	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond,
+		"the parked timer is resumed for the tick and fires")
+	ahead := l.wake()
+	assert.Equal(t, 3, ahead.Beats, "the tick that found a member silent was not done for it")
+	assert.Equal(t, gridEpoch.Add(t0+100*time.Millisecond), ahead.LastBeat)
+	assert.Equal(t, gridEpoch.Add(t0+30*time.Millisecond), ahead.Acks[0].Last)
+	assert.Zero(t, ahead.Acks[1].Count)
+}
+
+// Rule 8.3: a PairAck that comes a window or more after the pair's
+// previous one is not credited: the leaders it covers are unpaired, and it
+// reaches each as a coalesced acknowledgement, which rule 7 judges (here:
+// too late to take, so held for the leader to step).
+func TestALatePairAckIsSteppedByItsLeadersNotCredited(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	l.ackFrom("a@h", l.pb.tick, t0+10*time.Millisecond)
+	l.ackFrom("b@h", l.pb.tick, t0+10*time.Millisecond)
+	l.pb.fire(t0 + 50*time.Millisecond)
+	late := t0 + 10*time.Millisecond + l.ib.lead.beat.Window
+	l.ackFrom("a@h", l.pb.tick, late)
+	_, paired := l.pb.leaders[l.ib.lead.paired]
+	require.False(t, paired, "the leader is no longer paired")
+	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond,
+		"its timer resumes, due at its next instant, and fires")
+	acks, ahead := l.wakeHolding()
+	assert.Equal(t, gridEpoch.Add(t0+10*time.Millisecond), ahead.Acks[0].Last, "the late one was not credited")
+	require.Len(t, acks, 1, "it is held for the leader to step")
+	assert.Equal(t, gridEpoch.Add(late), acks[0].at)
+}
+
+// Rule 8.2 from the leader's side: a slot its member's node refused
+// unpairs its leader, whose slots all leave, and whose ticks are its
+// timer's again from its next instant.
+func TestARefusedSlotUnpairsItsLeader(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	slot := l.beatsTo(t, "a@h")[0].Joins[0].Slot
+	l.beatsTo(t, "b@h")
+	l.ackFrom("a@h", l.pb.tick, t0+10*time.Millisecond, slot)
+	assert.Equal(t, uint64(1), l.c.stats.pairRefused.Load())
+	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond, "its timer resumes")
+	ahead := l.wake()
+	assert.Equal(t, 1, ahead.Beats)
+	assert.Zero(t, ahead.Acks[0].Count, "a refused slot is not covered")
+	l.pb.fire(t0 + 50*time.Millisecond)
+	for _, m := range l.members {
+		beats := l.beatsTo(t, m.PID.Node)
+		require.Len(t, beats, 1)
+		assert.Len(t, beats[0].Leaves, 1, "every slot of the leader leaves")
+	}
+}
+
+// Rule 8.6 from the leader's side: a PairAck saying Reset starts the pair
+// afresh: its leaders are unpaired, and its next beat opens a new epoch.
+func TestAResetStartsThePairAfresh(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	was := l.beatsTo(t, "a@h")[0].Epoch
+	l.pb.acked("a@h", &PairAck{Interval: int64(l.pb.d), Epoch: was, Tick: l.pb.tick, Reset: true}, t0+10*time.Millisecond)
+	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond, "its timer resumes")
+	l.wake()
+	// Paired again on its next tick: the pair's new epoch starts with it.
+	b := l.ib.lead.beat
+	l.ib.publishBeat(&b, []time.Duration{t0, t0})
+	_, ok := l.c.beatAhead(l.ib, l.timer, &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}, t0+50*time.Millisecond)
+	require.True(t, ok)
+	l.pb.fire(t0 + 50*time.Millisecond)
+	beats := l.beatsTo(t, "a@h")
+	require.Len(t, beats, 1)
+	assert.NotEqual(t, was, beats[0].Epoch)
+	assert.Equal(t, uint64(0), beats[0].Prev, "a new epoch's first beat")
+	assert.Len(t, beats[0].Joins, 1)
+	assert.Equal(t, uint64(1), l.c.stats.pairResets.Load())
+}
+
+// Rule 8.4: a tick past a paired leader's beat's end is not done for it.
+func TestAPairedLeaderIsNotBeatenPastItsBeatsEnd(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	l.pb.mu.Lock()
+	q := l.ib.lead.paired
+	q.until, l.pb.untilAt = t0+60*time.Millisecond, t0+60*time.Millisecond
+	l.pb.mu.Unlock()
+	l.pb.fire(t0 + 50*time.Millisecond)
+	l.pb.fire(t0 + 100*time.Millisecond)
+	ahead := l.wake()
+	assert.Equal(t, 2, ahead.Beats, "the tick past the end was not done")
+	assert.Equal(t, gridEpoch.Add(t0+50*time.Millisecond), ahead.LastBeat)
+}
+
+// sinkNode takes every send, for flushes the tests do not look at.
+type sinkNode struct{ gen.Node }
+
+func (sinkNode) Name() gen.Atom                 { return "n@h" }
+func (sinkNode) Send(to any, message any) error { return nil }
+
+// sentTo records what a coalescer process sends, by target.
+type sentTo struct {
+	gen.Process
+	mu   sync.Mutex
+	sent []any
+}
+
+func (s *sentTo) Send(to any, message any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, message)
+	return nil
+}
+
+func (s *sentTo) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
+// boundFollower is a follower on n@h whose steady answer answers the
+// heartbeat of a leader on p@h, with the coalescer process that takes that
+// leader's node's pair beats.
+func boundFollower(t *testing.T) (*coalescerProcess, *inbox, *sentTo, gen.PID, PairJoin) {
+	c, leaderPID, beat := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour // nothing is flushed: the test takes the outboxes
+	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
+	ib := &inbox{}
+	c.addInbox(follower, ib)
+	ack := election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Ack: ack, Timeout: time.Second},
+		linger: time.Hour})
+	sent := &sentTo{}
+	p := &coalescerProcess{Process: sent, c: c}
+	hb := beat
+	hb.From.Node = ""
+	j := PairJoin{Slot: 1, CoalescedRoute: CoalescedRoute{FromID: leaderPID.ID, FromCreation: leaderPID.Creation, ToID: follower.ID, ToCreation: follower.Creation},
+		Heartbeat: hb, Ack: ack}
+	return p, ib, sent, leaderPID, j
+}
+
+func acksTo(t *testing.T, c *coalescer, node gen.Atom) []PairAck {
+	b, _ := c.take(node)
+	assert.Empty(t, b.Acks, "a bound member's acknowledgements travel in PairAcks only")
+	return b.BeatAcks
+}
+
+// Rule 8.2: a join that the follower's published answer answers binds its
+// slot: each later beat is a heartbeat answered for it, held as the last
+// one, without waking it, and acknowledged in the pair's PairAck; once it
+// withdraws its answer, the binding ends in the same step and the slot is
+// refused, its heartbeat delivered, until its leave arrives.
+func TestABoundMemberAnswersEveryBeatUntilItWithdraws(t *testing.T) {
+	p, ib, sent, leaderPID, j := boundFollower(t)
+	c := p.c
+	start := time.Now()
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, start)
+	require.NotNil(t, ib.paired, "bound")
+	acks := acksTo(t, c, "p@h")
+	require.Len(t, acks, 1)
+	assert.Equal(t, PairAck{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1}, acks[0], "the PairAck covers it")
+	for k := uint64(2); k <= 4; k++ {
+		p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: k - 1, Tick: k}, start.Add(time.Duration(k)*10*time.Millisecond))
+	}
+	assert.Zero(t, sent.count(), "nothing wakes the member")
+	until, ok := ib.heardUntil()
+	require.True(t, ok)
+	assert.Equal(t, sinceEpoch(start.Add(40*time.Millisecond))+time.Second, until, "its election timeout runs from the last beat")
+	acks = acksTo(t, c, "p@h")
+	require.Len(t, acks, 3)
+	assert.Empty(t, acks[2].Refused)
+
+	ib.withdraw(c)
+	assert.Nil(t, ib.paired)
+	_, beats, ahead := ib.take()
+	require.Len(t, beats, 1, "the beats are held as their last one")
+	assert.Equal(t, sinceEpoch(start.Add(40*time.Millisecond)), beats[0])
+	assert.Equal(t, 3, ahead.skipped, "standing for four heartbeats")
+
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 4, Tick: 5}, start.Add(50*time.Millisecond))
+	require.Equal(t, 1, sent.count(), "a refused slot's heartbeat is delivered")
+	in, isIn := sent.sent[0].(coalescedIn)
+	require.True(t, isIn)
+	assert.Equal(t, leaderPID, in.from)
+	acks = acksTo(t, c, "p@h")
+	require.Len(t, acks, 1)
+	assert.Equal(t, []uint32{j.Slot}, acks[0].Refused, "and named until its leave arrives")
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 5, Tick: 6, Leaves: []uint32{j.Slot}}, start.Add(60*time.Millisecond))
+	assert.Equal(t, 1, sent.count(), "a slot that left is beaten no more")
+	assert.Empty(t, acksTo(t, c, "p@h")[0].Refused)
+}
+
+// Rule 8.2: a join whose expected acknowledgement is not the member's, or
+// that finds no answer published, is refused; its heartbeat goes the way
+// of a coalesced one.
+func TestAJoinTheMembersAnswerDoesNotAnswerIsRefused(t *testing.T) {
+	p, ib, sent, _, j := boundFollower(t)
+	other := j
+	other.Ack.Declines = true
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{other}}, time.Now())
+	assert.Nil(t, ib.paired)
+	b, _ := p.c.take("p@h")
+	require.Len(t, b.BeatAcks, 1)
+	assert.Equal(t, []uint32{j.Slot}, b.BeatAcks[0].Refused)
+	// Its heartbeat was answered ahead as a coalesced one (rule 6), with
+	// the member's own answer.
+	require.Len(t, b.Acks, 1)
+	assert.Equal(t, ib.steady.Ack.Declines, b.Acks[0].Message.Declines)
+	assert.Zero(t, sent.count())
+
+	ib.withdraw(p.c)
+	j.Slot = 2
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 1, Tick: 2, Joins: []PairJoin{j}}, time.Now())
+	assert.Nil(t, ib.paired, "no answer published: refused")
+	assert.Equal(t, 2, sent.count(), "both refused slots' heartbeats delivered")
+}
+
+// Rule 8.6 from the follower's side: a beat out of sequence unbinds every
+// slot of its pair and answers Reset; only a new epoch binds again.
+func TestABeatOutOfSequenceResetsThePair(t *testing.T) {
+	p, ib, _, _, j := boundFollower(t)
+	start := time.Now()
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, start)
+	require.NotNil(t, ib.paired)
+	acksTo(t, p.c, "p@h")
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 2, Tick: 3}, start.Add(10*time.Millisecond))
+	assert.Nil(t, ib.paired, "unbound")
+	acks := acksTo(t, p.c, "p@h")
+	require.Len(t, acks, 1)
+	assert.True(t, acks[0].Reset)
+	_, beats, _ := ib.take()
+	assert.Equal(t, []time.Duration{sinceEpoch(start)}, beats, "what it stood for is held: the join's heartbeat")
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 3, Tick: 4}, start.Add(20*time.Millisecond))
+	assert.True(t, acksTo(t, p.c, "p@h")[0].Reset, "the old epoch stays refused")
+	j.Slot = 9
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 8, Tick: 5, Joins: []PairJoin{j}}, start.Add(30*time.Millisecond))
+	assert.NotNil(t, ib.paired, "a new epoch binds again")
+	assert.False(t, acksTo(t, p.c, "p@h")[0].Reset)
+}
+
+// Rule 8.5: a leader unpaired before its instant's beats went out (it woke
+// in between) never joined: no beat carries its join or a leave, and no
+// tick counts for it; its own timer does that tick.
+func TestALeaderUnpairedBeforeItsJoinWentOutNeverJoins(t *testing.T) {
+	l := pairLeader(t, time.Now())
+	ahead := l.wake()
+	assert.Zero(t, ahead.Beats)
+	l.pb.fire(l.paired)
+	assert.Empty(t, l.beatsTo(t, "a@h"), "neither a join nor a leave")
+	assert.Empty(t, l.beatsTo(t, "b@h"))
+}
