@@ -527,9 +527,11 @@ type inbox struct {
 	// delivered at once.
 	ticking atomic.Bool
 	// mu guards everything below. It is taken before coalescer.mu (answer
-	// and beatAhead enqueue while holding it) and after shellTimer.mu (the
+	// and beatAhead enqueue while holding it) and a grid's pairBeats.mu
+	// (beatAhead pairs, fold unpairs), and after shellTimer.mu (the
 	// election timer's callback reads heardUntil, the heartbeat timer's
-	// calls beatAhead), never the other way round.
+	// calls beatAhead) and a pairIn.mu (binding and unbinding), never the
+	// other way round.
 	mu   sync.Mutex
 	acks []heldAck
 	// beats are the arrival times, on the shell's clock, of the heartbeats
@@ -661,28 +663,39 @@ func (c *coalescer) hold(pid gen.PID, from gen.PID, at time.Time, ack *election.
 	if ib == nil || !ib.ticking.Load() {
 		return false
 	}
+	held, unpaired := ib.hold(c, from, at, ack)
+	if unpaired != nil {
+		// Not before the inbox is unlocked: the timer's lock comes first.
+		unpaired.resumeNext()
+	}
+	return held
+}
+
+// hold is coalescer.hold once the inbox is found; it also returns the
+// pairing it ended, whose leader's timer must be resumed.
+func (ib *inbox) hold(c *coalescer, from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) (bool, *pairedLeader) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if ib.closed || len(ib.acks) >= maxHeldAcks {
 		// Its member ended since the look-up: deliver, which counts it
 		// gone. Or it holds enough: deliver, which wakes it.
-		return false
+		return false, nil
 	}
+	var unpaired *pairedLeader
 	if ib.lead != nil && ib.lead.paired != nil {
 		// A member of a paired leader replying on its own (its slot was
 		// refused, say): the leader's ticks are its timer's again from
 		// the next instant, and the reply is judged on all it took.
-		q := ib.lead.paired
+		unpaired = ib.lead.paired
 		ib.fold()
-		defer q.resumeNext()
 	}
 	if ib.takeAck(from, at, ack) {
 		c.stats.taken.Add(1)
-		return true
+		return true, unpaired
 	}
 	ib.acks = append(ib.acks, heldAck{from: from, at: at, ack: *ack})
 	c.stats.held.Add(1)
-	return true
+	return true, unpaired
 }
 
 // answer sends pid's steady answer to hb from from, when it is the

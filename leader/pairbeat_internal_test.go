@@ -173,8 +173,8 @@ func TestATickThatFindsAMemberSilentWakesThePairedLeadersTimer(t *testing.T) {
 	}
 	// a@h replies to the first tick; b@h was last heard at given.
 	l.ackFrom("a@h", l.pb.tick-2, t0+30*time.Millisecond)
-	silent := given.Add(l.ib.lead.beat.Window)
-	l.pb.fire(sinceEpoch(silent))
+	// The pairs' next instant on the grid at or after b@h went silent.
+	l.pb.fire(max(sinceEpoch(given.Add(l.ib.lead.beat.Window)), l.pb.next()))
 	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond,
 		"the parked timer is resumed for the tick and fires")
 	ahead := l.wake()
