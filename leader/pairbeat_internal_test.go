@@ -431,3 +431,25 @@ func TestALeaderUnpairedBeforeItsJoinWentOutNeverJoins(t *testing.T) {
 	assert.Empty(t, l.beatsTo(t, "a@h"), "neither a join nor a leave")
 	assert.Empty(t, l.beatsTo(t, "b@h"))
 }
+
+// Rule 3 of pair beats: an acknowledgement a PairAck brings that the pair
+// cannot credit (a first one after a silence of the window, a late one, one
+// owed to a slot that left) is held for its leader as a coalesced one is:
+// as arriving when the PairAck arrived. It was held as arriving when the
+// coalescer got round to it (time.Now() in apply), later than its
+// arrival by however long the batch took: evidence newer than what came.
+// Found by the adversarial review of pair beats.
+func TestAnAcknowledgementAPairAckCannotCreditIsHeldAsArrivingWithIt(t *testing.T) {
+	given := time.Now().Add(-time.Second)
+	c, _, ib, members, _, q := pairedBeatingLeader(t, given)
+	pb := q.pb
+	pb.fire(sinceEpoch(given.Add(20 * time.Millisecond))) // tick 1 carries the joins
+	po := pb.pairs[members[0].PID.Node]
+	require.NotNil(t, po)
+	at := sinceEpoch(given.Add(200 * time.Millisecond)) // a window after the member's last reply
+	pb.acked(members[0].PID.Node, &PairAck{Interval: int64(pb.d), Epoch: po.epoch, Tick: 1}, at)
+	acks, _, _ := ib.take()
+	require.Len(t, acks, 1, "the acknowledgement is held for the leader to judge")
+	require.True(t, acks[0].at.Equal(gridEpoch.Add(at)), "held as arriving with its PairAck at %v, not at %v", gridEpoch.Add(at), acks[0].at)
+	require.Equal(t, uint64(1), c.Stats().Unpaired)
+}
