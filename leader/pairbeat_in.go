@@ -141,7 +141,9 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	src.lastTick.Store(b.Tick)
 	c.stats.answered.Add(uint64(len(src.bound)))
 	for _, bd := range src.refused {
-		p.deliverHeartbeat(bd.to, bd.from, now, &bd.hb)
+		if bd.to != (deliveryTarget{}) {
+			p.deliverHeartbeat(bd.to, bd.from, now, &bd.hb)
+		}
 	}
 	for i := range b.Joins {
 		p.join(src, &b.Joins[i], node, now, at, b.Tick)
@@ -163,7 +165,10 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 	hb := j.Heartbeat
 	t, ok := p.check(j.CoalescedRoute, &hb.From, node)
 	if !ok {
-		return // counted; the slot is neither bound nor refused, so never acknowledged
+		// Counted; refused, as a PairAck covers every slot it does not
+		// name, with nothing to deliver.
+		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
+		return
 	}
 	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {

@@ -453,3 +453,24 @@ func TestAnAcknowledgementAPairAckCannotCreditIsHeldAsArrivingWithIt(t *testing.
 	require.True(t, acks[0].at.Equal(gridEpoch.Add(at)), "held as arriving with its PairAck at %v, not at %v", gridEpoch.Add(at), acks[0].at)
 	require.Equal(t, uint64(1), c.Stats().Unpaired)
 }
+
+// Rule 2 of pair beats: a slot its follower node does not bind is refused,
+// and named in every PairAck until it leaves, since the leader node credits
+// each PairAck to every slot it does not name (rule 3). A join whose entry
+// the follower node drops (no addressee, a sender node named) was neither
+// bound nor refused: its member was credited an acknowledgement for every
+// beat though nothing answered for it. Found by the adversarial review of
+// pair beats.
+func TestAJoinTheFollowerNodeDropsIsRefused(t *testing.T) {
+	c, leader, beat := runningCoalescer(t, &stalledNode{})
+	p := &coalescerProcess{c: c}
+	hb := beat
+	hb.From.Node = ""
+	join := PairJoin{Slot: 1, CoalescedRoute: CoalescedRoute{FromID: leader.ID, FromCreation: 1}, Heartbeat: hb} // addressed to no one
+	p.receiveBeat(leader.Node, &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Tick: 1, Joins: []PairJoin{join}}, time.Now())
+	b, ok := c.take(leader.Node)
+	require.True(t, ok)
+	require.Len(t, b.BeatAcks, 1)
+	require.Equal(t, []uint32{1}, b.BeatAcks[0].Refused, "the slot nothing answers for is refused")
+	require.Equal(t, uint64(1), c.Stats().Dropped[dropMalformedEntry])
+}
