@@ -436,17 +436,21 @@ func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbea
 	case err == nil:
 		c.stats.framesOut.Add(1)
 		c.stats.entriesOut.Add(uint64(entries + len(b.Beats) + len(b.BeatAcks)))
+	case entries > 0 && len(b.Beats)+len(b.BeatAcks) > 0 && errors.Is(err, gen.ErrTooLarge):
+		// The pair beats first, on their own: a beat is never split.
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Beats: b.Beats, BeatAcks: b.BeatAcks})
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats, Acks: b.Acks})
 	case entries > 1 && errors.Is(err, gen.ErrTooLarge):
 		half := entries / 2
 		nh := min(len(b.Heartbeats), half)
-		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh], Beats: b.Beats, BeatAcks: b.BeatAcks})
+		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[:nh:nh], Acks: b.Acks[: half-nh : half-nh]})
 		c.sendBatch(dest, to, MessageHeartbeatBatch{Heartbeats: b.Heartbeats[nh:], Acks: b.Acks[half-nh:]})
 	default:
 		c.stats.failedFrames.Add(1)
 		c.reportFailed(dest, b, err)
 		for i := range b.Beats {
 			if pb := c.pairBeatsFor(time.Duration(b.Beats[i].Interval)); pb != nil {
-				pb.failed(dest, b.Beats[i].Epoch, err)
+				pb.failed(dest, &b.Beats[i], err)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"cmp"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,8 +37,11 @@ import (
 //     a coalesced one would be, at each beat, and it is named in every
 //     PairAck until its leave arrives.
 //  3. Each PairAck for tick k is every bound slot's acknowledgement of
-//     tick k, arriving when the PairAck arrives, except the refused. The
-//     leader node credits it to each slot joined at or before k, under the
+//     tick k, arriving when the PairAck arrives: a slot is covered from the
+//     PairAck that names it bound (the one for its join's tick) on, until
+//     one names it refused; a slot whose join's PairAck does not name it
+//     bound is never covered, and its leader is unpaired. The leader node
+//     credits it to each slot covered, under the
 //     rules of rule 7: within the window of the pair's previous PairAck
 //     (the member's last reply for a slot's first), else the leaders of the
 //     slots it covers are unpaired and it is held for them as a coalesced
@@ -95,8 +100,11 @@ type PairJoin struct {
 type PairAck struct {
 	Interval    int64
 	Epoch, Tick uint64
-	// Refused are the slots that do not stand, which this acknowledgement
-	// does not cover; named until their leave arrives.
+	// Bound are the slots that joined with this beat and stand: a slot is
+	// covered from the acknowledgement that names it here on, and never
+	// before. Refused are the slots that do not stand, which this
+	// acknowledgement does not cover; named until their leave arrives.
+	Bound   []uint32
 	Refused []uint32
 	// Reset says the beats came out of sequence: nothing is bound any more.
 	Reset bool
@@ -143,6 +151,7 @@ type pairOut struct {
 	acks         int           // PairAcks credited in this epoch
 	covered      int           // slots covered by the last PairAck
 	coverWindow  time.Duration // the shortest window of a slot joined since the pair was last empty
+	joinCap      int           // the joins a beat may carry; zero for maxBatchEntries
 	failedEpochs uint64        // epochs ended by a failed send, for the counters
 }
 
@@ -252,6 +261,11 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 	}
 	pb.mu.Lock()
 	defer pb.mu.Unlock()
+	for _, m := range b.Members {
+		if po := pb.pairs[m.PID.Node]; po != nil && len(po.joins) >= cmp.Or(po.joinCap, maxBatchEntries) {
+			return nil, false // this instant's beat to that node is full: another tick
+		}
+	}
 	if pb.nextAt == 0 || pb.nextAt > now {
 		pb.nextAt = now // the pairs tick at this very instant
 	}
@@ -453,11 +467,16 @@ func (pb *pairBeats) next() time.Duration {
 	return pb.nextAt
 }
 
-// failed resets the pair to dest whose beat of epoch could not be sent.
-func (pb *pairBeats) failed(dest gen.Atom, epoch uint64, err error) {
+// failed resets the pair to dest whose beat b could not be sent. A beat
+// too large for the network's MaxFrameSize halves the joins a beat of the
+// pair may carry from then on (pair), down to one.
+func (pb *pairBeats) failed(dest gen.Atom, b *PairBeat, err error) {
 	var fx pairEffects
 	pb.mu.Lock()
-	if po := pb.pairs[dest]; po != nil && po.epoch == epoch {
+	if po := pb.pairs[dest]; po != nil && po.epoch == b.Epoch {
+		if errors.Is(err, gen.ErrTooLarge) {
+			po.joinCap = max(1, len(b.Joins)/2)
+		}
 		pb.coal.stats.pairFailed.Add(1)
 		pb.resetPair(po, pb.lastTick+onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase), err, &fx)
 	}
@@ -521,11 +540,23 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 	}
 	po.ackTick, po.ackAt = a.Tick, at
 	po.acks++
+	bound := make(map[uint32]bool, len(a.Bound))
+	for _, id := range a.Bound {
+		bound[id] = true
+	}
 	for id, s := range po.pending {
 		if s.join > a.Tick || refused[id] {
 			continue
 		}
 		delete(po.pending, id)
+		if !bound[id] {
+			// Not confirmed: its join or its PairAck was lost, or the
+			// follower node did not take it. Nothing covers it.
+			pb.unpair(s.leader)
+			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			pb.coal.stats.pairRefused.Add(1)
+			continue
+		}
 		if at-s.lastAck >= s.leader.window {
 			pb.unpair(s.leader)
 			fx.resume = append(fx.resume, resumeAt{s.leader, next})

@@ -146,7 +146,9 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		}
 	}
 	for i := range b.Joins {
-		p.join(src, &b.Joins[i], node, now, at, b.Tick)
+		if p.join(src, &b.Joins[i], node, now, at, b.Tick) {
+			ack.Bound = append(ack.Bound, b.Joins[i].Slot)
+		}
 	}
 	if len(src.refused) > 0 {
 		ack.Refused = make([]uint32, 0, len(src.refused))
@@ -158,9 +160,9 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
 }
 
-// join binds the slot j to its member, or refuses it and delivers its
-// heartbeat as a coalesced one. Called with src.mu held.
-func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now time.Time, at time.Duration, tick uint64) {
+// join binds the slot j to its member and reports true, or refuses it and
+// delivers its heartbeat as a coalesced one. Called with src.mu held.
+func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now time.Time, at time.Duration, tick uint64) bool {
 	c := p.c
 	hb := j.Heartbeat
 	t, ok := p.check(j.CoalescedRoute, &hb.From, node)
@@ -168,7 +170,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		// Counted; refused, as a PairAck covers every slot it does not
 		// name, with nothing to deliver.
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
-		return
+		return false
 	}
 	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
@@ -181,7 +183,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 				ib.mu.Unlock()
 				c.stats.pairBound.Add(1)
 				c.stats.answered.Add(1)
-				return
+				return true
 			}
 			ib.mu.Unlock()
 		}
@@ -189,6 +191,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 	src.refused[j.Slot] = bd
 	c.stats.pairRefused.Add(1)
 	p.deliverHeartbeat(t, bd.from, now, &bd.hb)
+	return false
 }
 
 // deliverHeartbeat answers hb ahead or delivers it to t, as a coalesced

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,9 +76,22 @@ func (l *pairingLeader) wakeHolding() ([]heldAck, beatenAhead) {
 	return acks, ahead
 }
 
+// ackFrom is node's PairAck for tick, arriving at at: every slot that
+// joined with that tick is bound but the refused.
 func (l *pairingLeader) ackFrom(node gen.Atom, tick uint64, at time.Duration, refused ...uint32) {
 	po := l.pb.pairs[node]
-	l.pb.acked(node, &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: tick, Refused: refused}, at)
+	l.pb.acked(node, &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: tick, Bound: joinedWith(po, tick, refused), Refused: refused}, at)
+}
+
+// joinedWith lists the slots of po that joined with tick, but refused.
+func joinedWith(po *pairOut, tick uint64, refused []uint32) []uint32 {
+	var ids []uint32
+	for id, s := range po.slots {
+		if s.join == tick && !slices.Contains(refused, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Rules 8.1 and 8.3: a paired leader's tick goes to each member's node as
@@ -340,7 +354,7 @@ func TestABoundMemberAnswersEveryBeatUntilItWithdraws(t *testing.T) {
 	require.NotNil(t, ib.paired, "bound")
 	acks := acksTo(t, c, "p@h")
 	require.Len(t, acks, 1)
-	assert.Equal(t, PairAck{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1}, acks[0], "the PairAck covers it")
+	assert.Equal(t, PairAck{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Bound: []uint32{j.Slot}}, acks[0], "the PairAck names it bound")
 	for k := uint64(2); k <= 4; k++ {
 		p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: k - 1, Tick: k}, start.Add(time.Duration(k)*10*time.Millisecond))
 	}
@@ -447,7 +461,7 @@ func TestAnAcknowledgementAPairAckCannotCreditIsHeldAsArrivingWithIt(t *testing.
 	po := pb.pairs[members[0].PID.Node]
 	require.NotNil(t, po)
 	at := sinceEpoch(given.Add(200 * time.Millisecond)) // a window after the member's last reply
-	pb.acked(members[0].PID.Node, &PairAck{Interval: int64(pb.d), Epoch: po.epoch, Tick: 1}, at)
+	pb.acked(members[0].PID.Node, &PairAck{Interval: int64(pb.d), Epoch: po.epoch, Tick: 1, Bound: joinedWith(po, 1, nil)}, at)
 	acks, _, _ := ib.take()
 	require.Len(t, acks, 1, "the acknowledgement is held for the leader to judge")
 	require.True(t, acks[0].at.Equal(gridEpoch.Add(at)), "held as arriving with its PairAck at %v, not at %v", gridEpoch.Add(at), acks[0].at)
@@ -473,4 +487,19 @@ func TestAJoinTheFollowerNodeDropsIsRefused(t *testing.T) {
 	require.Len(t, b.BeatAcks, 1)
 	require.Equal(t, []uint32{1}, b.BeatAcks[0].Refused, "the slot nothing answers for is refused")
 	require.Equal(t, uint64(1), c.Stats().Dropped[dropMalformedEntry])
+}
+
+// Rule 8.3: a slot is covered only from the PairAck that names it bound; a
+// PairAck for its join's tick that does not (its join lost, or not taken)
+// credits nothing to it and unpairs its leader.
+func TestASlotNoPairAckNamesBoundIsNeverCredited(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	po := l.pb.pairs["a@h"]
+	l.pb.acked("a@h", &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: l.pb.tick}, t0+10*time.Millisecond)
+	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond, "its timer resumes")
+	ahead := l.wake()
+	assert.Zero(t, ahead.Acks[0].Count, "nothing credited to a slot not confirmed")
 }
