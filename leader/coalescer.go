@@ -79,6 +79,15 @@ import (
 //     catches up on what was done (election.Core.CatchUp) first thing on its
 //     next wake-up, before what its inbox holds; a steady leader wakes for
 //     what changes something, not once per tick.
+//  8. Pair beats (pairbeat.go, pairbeat_in.go): a leader whose tick rule 7
+//     would send is paired instead: its members' slots join the pairs of
+//     their nodes, and from then on one PairBeat per node pair per tick,
+//     and one PairAck back, stand for the ticks and acknowledgements of
+//     every leader paired there; the follower's node binds a slot while the
+//     member's published answer answers it, the leader's node credits a
+//     slot only once a PairAck names it bound, and anything else falls back
+//     to rule 7. A steady cluster then costs nothing per tick on the wire,
+//     in the coalescers or in its timers.
 //
 // A frame's sender node is the node its envelope names, which the runtime
 // checks against the peer of the connection it came on (a frame naming a
@@ -562,6 +571,11 @@ type inbox struct {
 	// skipped counts the heartbeats the held ones stand for beyond
 	// themselves (beatenAhead.skipped).
 	skipped int
+	// election and owner are the member's election timer and its owner,
+	// which a pair's watchdog and a binding's end resume (rule 8); set
+	// before the inbox is added and never changed. Nil in tests.
+	election *shellTimer
+	owner    *timerOwner
 	// lead holds the member's steady beat as leader, usable while beating
 	// is set (rule 7); nil until the member first leads steadily, so a
 	// member that never does keeps none.
@@ -745,18 +759,21 @@ func (ib *inbox) withdraw(c *coalescer) {
 // stepped the heartbeats held for it, on the shell's clock: the last one's
 // arrival plus the steady answer's Timeout. It reports false when none is
 // held.
-func (ib *inbox) heardUntil() (time.Duration, bool) {
+// parked says the timer may be parked meanwhile: the member is bound on a
+// pair whose watchdog has not fired since its last beat, so it will resume
+// the timer should the beats stop (rule 8).
+func (ib *inbox) heardUntil() (until time.Duration, ok, parked bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	if ib.paired != nil {
+	if b := ib.paired; b != nil {
 		// Bound on a pair: every beat of it is a heartbeat held (rule 8).
-		at, _ := ib.paired.lastBeat()
-		return at + ib.steady.Timeout, true
+		at, _ := b.lastBeat()
+		return at + ib.steady.Timeout, true, b.src.watching()
 	}
 	if len(ib.beats) == 0 {
-		return 0, false
+		return 0, false, false
 	}
-	return ib.beats[len(ib.beats)-1] + ib.steady.Timeout, true
+	return ib.beats[len(ib.beats)-1] + ib.steady.Timeout, true, false
 }
 
 // take removes and returns what the inbox holds, each kind in arrival

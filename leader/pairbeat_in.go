@@ -46,6 +46,64 @@ type pairIn struct {
 	// it by the members' election timers (heardUntil).
 	lastTick   atomic.Uint64
 	lastTickAt atomic.Int64
+	// watchdog fires when no beat came for minTimeout, the shortest
+	// election Timeout of a member bound since the pair was last without
+	// any (both under mu): it resumes the bound members' parked election
+	// timers. barked is the last tick it fired after, read by the timers
+	// without mu: a timer parks only while it is not lastTick.
+	watchdog   *time.Timer
+	minTimeout time.Duration
+	barked     atomic.Uint64
+	// unbound are the members whose binding the coalescer ended under mu,
+	// whose timers are resumed once it is released.
+	unbound []*inbox
+}
+
+// watching reports whether the watchdog will resume a parked election
+// timer of a member bound now, should the beats stop.
+func (src *pairIn) watching() bool {
+	return src.barked.Load() != src.lastTick.Load()
+}
+
+// bark is the watchdog's callback: the beats stopped, so every bound
+// member's election timer runs again, for its own deadline.
+func (src *pairIn) bark() {
+	src.mu.Lock()
+	src.barked.Store(src.lastTick.Load())
+	woken := make([]*inbox, 0, len(src.bound))
+	for _, b := range src.bound {
+		woken = append(woken, b.ib)
+	}
+	src.mu.Unlock()
+	for _, ib := range woken {
+		ib.resumeElection()
+	}
+}
+
+// watch re-arms the watchdog after a beat that arrived at at, on the
+// shell's clock. Called with mu held.
+func (src *pairIn) watch(at time.Duration) {
+	if len(src.bound) == 0 {
+		src.minTimeout = 0
+		if src.watchdog != nil {
+			src.watchdog.Stop()
+		}
+		return
+	}
+	d := max(at+src.minTimeout-sinceEpoch(time.Now()), 0)
+	if src.watchdog == nil {
+		src.watchdog = time.AfterFunc(d, src.bark)
+	} else {
+		src.watchdog.Reset(d)
+	}
+}
+
+// wakeUnbound resumes the election timers of the members whose binding the
+// coalescer ended. Called after mu is released.
+func (src *pairIn) wakeUnbound(woken []*inbox) {
+	for _, ib := range woken {
+		ib.resumeElection()
+	}
 }
 
 // pairBinding is a slot of a pair, bound to a member or refused.
@@ -85,6 +143,8 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	delete(src.bound, b.slot)
 	if !leaving {
 		src.refused[b.slot] = b
+	} else {
+		src.unbound = append(src.unbound, ib)
 	}
 	if ib.closed {
 		return
@@ -123,7 +183,11 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		p.resetIn(src)
 		src.epoch, src.poisoned = b.Epoch, true
 		ack.Reset = true
+		src.watch(at)
+		woken := src.unbound
+		src.unbound = nil
 		src.mu.Unlock()
+		src.wakeUnbound(woken)
 		c.stats.pairResets.Add(1)
 		c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
 		return
@@ -156,7 +220,11 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 			ack.Refused = append(ack.Refused, id)
 		}
 	}
+	src.watch(at)
+	woken := src.unbound
+	src.unbound = nil
 	src.mu.Unlock()
+	src.wakeUnbound(woken)
 	c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
 }
 
@@ -179,6 +247,9 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 			if !ib.closed && ib.answering && ib.paired == nil && ib.steady.Answers(bd.from, &hb) && ib.steady.Ack == j.Ack {
 				bd.ib, bd.sinceAt = ib, max(at, ib.steady.since)
 				ib.paired = bd
+				if len(src.bound) == 0 || ib.steady.Timeout < src.minTimeout {
+					src.minTimeout = ib.steady.Timeout
+				}
 				src.bound[j.Slot] = bd
 				ib.mu.Unlock()
 				c.stats.pairBound.Add(1)

@@ -359,8 +359,9 @@ func TestABoundMemberAnswersEveryBeatUntilItWithdraws(t *testing.T) {
 		p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: k - 1, Tick: k}, start.Add(time.Duration(k)*10*time.Millisecond))
 	}
 	assert.Zero(t, sent.count(), "nothing wakes the member")
-	until, ok := ib.heardUntil()
+	until, ok, parked := ib.heardUntil()
 	require.True(t, ok)
+	assert.True(t, parked, "its election timer may park: the pair's watchdog is armed")
 	assert.Equal(t, sinceEpoch(start.Add(40*time.Millisecond))+time.Second, until, "its election timeout runs from the last beat")
 	acks = acksTo(t, c, "p@h")
 	require.Len(t, acks, 3)
@@ -502,4 +503,43 @@ func TestASlotNoPairAckNamesBoundIsNeverCredited(t *testing.T) {
 	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond, "its timer resumes")
 	ahead := l.wake()
 	assert.Zero(t, ahead.Acks[0].Count, "nothing credited to a slot not confirmed")
+}
+
+// Rule 8 and rule 5 of the shell's timers: a bound member's election
+// timer parks instead of re-arming at each beat, and once the pair's beats
+// stop, the pair's watchdog resumes it: it fires, and wakes the member, when
+// the last beat is its Timeout old.
+func TestABoundMembersElectionTimerWakesItOnlyOnceItsPairFallsSilent(t *testing.T) {
+	p, ib, _, _, j := boundFollower(t)
+	ib.mu.Lock()
+	ib.steady.Timeout = 100 * time.Millisecond
+	ib.mu.Unlock()
+	fired := &firings{}
+	o := &timerOwner{process: fired, pid: gen.PID{Node: "n@h", ID: 2, Creation: 1}, inbox: ib}
+	tm := &shellTimer{timer: election.Timer{Kind: election.TimerElection}, pending: true}
+	ib.election, ib.owner = tm, o
+	t.Cleanup(func() {
+		tm.mu.Lock()
+		tm.stop(o)
+		tm.mu.Unlock()
+	})
+	start := time.Now()
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, start)
+	require.NotNil(t, ib.paired)
+	// The timer falls due while bound: it parks until the heartbeats held
+	// would let it fall due, without waking the member.
+	tm.mu.Lock()
+	tm.due, tm.runAt = sinceEpoch(start), sinceEpoch(start)
+	tm.mu.Unlock()
+	tm.fire(o, election.TimerElection)
+	tm.mu.Lock()
+	runAt, due := tm.runAt, tm.due
+	tm.mu.Unlock()
+	assert.Zero(t, runAt, "parked: no Go timer runs for it")
+	assert.Equal(t, sinceEpoch(start)+100*time.Millisecond, due, "due a Timeout after the last beat")
+	assert.Zero(t, fired.count())
+	// No beat comes any more: the watchdog resumes it, and it wakes the member.
+	require.Eventually(t, func() bool { return fired.count() == 1 }, 5*time.Second, time.Millisecond,
+		"a member whose pair fell silent times out")
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "not before its Timeout")
 }

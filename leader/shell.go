@@ -348,6 +348,8 @@ func (a *Actor) withdrawSteady() {
 	if a.answering {
 		a.inbox.withdraw(a.share.coal)
 		a.answering = false
+		// A timer parked while bound runs again (rule 8 of the coalescer).
+		a.inbox.resumeElection()
 	}
 	a.withdrawBeat()
 }

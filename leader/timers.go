@@ -34,6 +34,11 @@ import (
 //     deadline to where stepping them will move it (the last one's arrival
 //     plus the steady answer's Timeout) instead of waking the actor: a
 //     follower whose leader is steady is not woken by its election timer.
+//     While the actor is bound on a pair (rule 8) the timer is parked, not
+//     re-armed: the pair's watchdog resumes it once the pair's beats stop
+//     for the shortest Timeout bound there, and the binding's end resumes
+//     it otherwise, so a bound follower's timer fires only when its leader
+//     falls silent.
 //  6. The heartbeat timer fires on a grid shared by every leader of the node
 //     with the same HeartbeatInterval d (one Go timer for them all, a
 //     heartbeatGrid): at the last instant gridEpoch +
@@ -144,6 +149,23 @@ type timerFired struct{ kind election.TimerKind }
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
 	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name()), inbox: &a.inbox}
+	a.inbox.election = &a.timers[election.TimerElection]
+	a.inbox.owner = a.timerOwner
+}
+
+// resumeElection makes the election timer of the inbox's member run again
+// when it was parked (rule 8): for its deadline, where its callback judges
+// the heartbeats held. Called with no inbox or pair lock held.
+func (ib *inbox) resumeElection() {
+	t := ib.election
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.runAt == 0 && t.due != 0 {
+		t.schedule(sinceEpoch(time.Now()), ib.owner, election.TimerElection)
+	}
+	t.mu.Unlock()
 }
 
 // applyTimer carries out one of the core's timer operations.
@@ -360,9 +382,13 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	case election.TimerElection:
 		// Heartbeats answered ahead and held for the actor move its
 		// election timeout once stepped: hold the firing until then.
-		if until, ok := o.inbox.heardUntil(); ok && now < until {
+		if until, ok, parked := o.inbox.heardUntil(); ok && now < until {
 			t.due = until
-			t.schedule(now, o, kind)
+			if !parked {
+				t.schedule(now, o, kind)
+			}
+			// Parked: the pair's watchdog resumes it once the beats stop
+			// (rule 8), whoever ends the binding resumes it otherwise.
 			t.mu.Unlock()
 			return
 		}
