@@ -249,24 +249,32 @@ func (pb *pairBeats) active() bool {
 	return false
 }
 
-// pair pairs a steady leader at the grid instant now, on the shell's clock,
-// in place of sending its tick ahead (rule 1): it reports false when it
-// cannot, and the tick is then sent as rule 7 says. Called by beatAhead with
-// the timer's and the inbox's mu held, on the grid's goroutine, which ticks
-// the pairs after the timers due now.
-func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Duration) (*pairedLeader, bool) {
+// pair pairs a steady leader whose tick is due at now, on the shell's
+// clock (rule 1). When sent is false, its joins carry that tick, in the
+// pairs' beats of this very instant (the grid ticks the pairs after the
+// timers due now); it reports false when they went out already, or when it
+// cannot pair at all, and the tick is then sent as rule 7 says. When sent
+// is true, the tick was sent so, and the joins carry the next. Called by
+// beatAhead with the timer's and the inbox's mu held.
+func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Duration, sent bool) (*pairedLeader, bool) {
 	b, p := &ib.lead.beat, &ib.lead.ahead
 	if !pairing.Load() || len(b.Members) == 0 || b.until <= now+pb.d {
 		return nil, false
 	}
 	pb.mu.Lock()
 	defer pb.mu.Unlock()
+	if !sent && pb.nextAt > now {
+		return nil, false // this instant's beats went out: it joins the next
+	}
 	for _, m := range b.Members {
 		if po := pb.pairs[m.PID.Node]; po != nil && len(po.joins) >= cmp.Or(po.joinCap, maxBatchEntries) {
-			return nil, false // this instant's beat to that node is full: another tick
+			return nil, false // the next beat to that node is full: another tick
 		}
 	}
-	if pb.nextAt == 0 || pb.nextAt > now {
+	switch {
+	case pb.nextAt == 0 && sent:
+		pb.nextAt = now + onGrid(gridEpoch.Add(now), pb.d, pb.phase)
+	case pb.nextAt == 0:
 		pb.nextAt = now // the pairs tick at this very instant
 	}
 	q := &pairedLeader{pb: pb, ib: ib, owner: o, timer: t, pid: o.pid, since: pb.tick + 1, parked: b.until,

@@ -543,3 +543,40 @@ func TestABoundMembersElectionTimerWakesItOnlyOnceItsPairFallsSilent(t *testing.
 		"a member whose pair fell silent times out")
 	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "not before its Timeout")
 }
+
+// Rule 8.1: a leader whose tick comes after its instant's pair beats went
+// out sends that tick itself, as rule 7 does, and joins with the next
+// instant's beats: the pairs never tick off their grid for a late one.
+func TestALeaderPairedAfterItsInstantsBeatsSendsItsTickAndJoinsTheNext(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	l.beatsTo(t, "a@h")
+	l.beatsTo(t, "b@h")
+	l.wake()
+	b := l.ib.lead.beat
+	l.ib.publishBeat(&b, []time.Duration{t0, t0})
+	o := &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}
+	late := t0 + time.Millisecond
+	next, ok := l.c.beatAhead(l.ib, l.timer, o, late)
+	require.True(t, ok)
+	require.NotNil(t, l.ib.lead.paired, "paired")
+	assert.Equal(t, l.ib.lead.beat.until, next, "its timer parks")
+	for _, m := range l.members {
+		out, _ := l.c.take(m.PID.Node)
+		assert.Len(t, out.Heartbeats, 1, "its tick went to %s as rule 7 sends it", m.PID.Node)
+		assert.Empty(t, out.Beats, "no pair beat off the grid")
+	}
+	l.pb.fire(late) // the grid firing again within the instant does nothing
+	assert.Empty(t, l.beatsTo(t, "a@h"))
+	instant := l.pb.next()
+	require.Greater(t, instant, late)
+	l.pb.fire(instant)
+	beats := l.beatsTo(t, "a@h")
+	require.Len(t, beats, 1)
+	assert.Len(t, beats[0].Joins, 1, "it joins with the next instant's beat")
+	ahead := l.wake()
+	assert.Equal(t, 2, ahead.Beats, "its own tick and the join's")
+	assert.Equal(t, gridEpoch.Add(instant), ahead.LastBeat)
+}

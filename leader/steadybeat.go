@@ -109,7 +109,7 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 		}
 	}
 	if o.pairs != nil {
-		if q, ok := o.pairs.pair(ib, o, t, at); ok {
+		if q, ok := o.pairs.pair(ib, o, t, at, false); ok {
 			// Its joins carry this tick's heartbeats, in the beats the grid
 			// sends at this very instant; its timer parks at the beat's end.
 			ib.lead.paired = q
@@ -128,6 +128,14 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 	p.Beats++
 	p.LastBeat = gridEpoch.Add(at)
 	c.stats.beatenAhead.Add(1)
+	if o.pairs != nil {
+		if q, ok := o.pairs.pair(ib, o, t, at, true); ok {
+			// This instant's pair beats went out before its tick came:
+			// it joins the next.
+			ib.lead.paired = q
+			return q.parked, true
+		}
+	}
 	return at + onGrid(gridEpoch.Add(at), b.Interval, o.phase), true
 }
 
