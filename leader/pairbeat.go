@@ -263,7 +263,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 	}
 	pb.mu.Lock()
 	defer pb.mu.Unlock()
-	if !sent && pb.nextAt > now {
+	if !sent && pb.nextAt != 0 && pb.nextAt > now {
 		return nil, false // this instant's beats went out: it joins the next
 	}
 	for _, m := range b.Members {
