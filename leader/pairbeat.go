@@ -163,9 +163,11 @@ type pairedLeader struct {
 	timer *shellTimer
 	pid   gen.PID
 	// since is the tick of its joins, the first tick done for it; parked
-	// is the due time its heartbeat timer was parked at.
+	// is the due time its heartbeat timer was parked at; sent is the tick
+	// it sent itself before its joins (pair's sent), zero when none.
 	since  uint64
 	parked time.Duration
+	sent   time.Duration
 	until  time.Duration
 	window time.Duration
 	slots  []*beatSlot // in the beat's Members order
@@ -279,6 +281,9 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 	}
 	q := &pairedLeader{pb: pb, ib: ib, owner: o, timer: t, pid: o.pid, since: pb.tick + 1, parked: b.until,
 		until: b.until, window: b.Window, slots: make([]*beatSlot, len(b.Members))}
+	if sent {
+		q.sent = now
+	}
 	for i, m := range b.Members {
 		po := pb.pairs[m.PID.Node]
 		if po == nil {
@@ -618,12 +623,17 @@ func (q *pairedLeader) resume(at time.Duration) {
 }
 
 // resumeNext resumes q's heartbeat timer for the tick after the last one
-// done for it, or at once when none was.
+// done for it, or at once when none was: the pairs did none, and it sent
+// none itself before its joins (a late one's members reply to that tick
+// before its joins go out, and it must not tick again at once).
 func (q *pairedLeader) resumeNext() {
 	q.pb.mu.Lock()
 	at := sinceEpoch(time.Now())
-	if q.done.beats > 0 {
-		at = q.done.lastBeat + onGrid(gridEpoch.Add(q.done.lastBeat), q.pb.d, q.pb.phase)
+	switch last := q.done.lastBeat; {
+	case q.done.beats > 0:
+		at = last + onGrid(gridEpoch.Add(last), q.pb.d, q.pb.phase)
+	case q.sent > 0:
+		at = q.sent + onGrid(gridEpoch.Add(q.sent), q.pb.d, q.pb.phase)
 	}
 	q.pb.mu.Unlock()
 	q.resume(at)
