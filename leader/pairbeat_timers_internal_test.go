@@ -1,10 +1,16 @@
 package leader
 
 import (
+	"math/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
 )
 
 // Rule 8.1 and 8.5: a leader paired late (its instant's pair beats had
@@ -43,4 +49,268 @@ func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testin
 	due := l.timer.due
 	l.timer.mu.Unlock()
 	require.Equal(t, instant, due, "its next tick is at the instant after its own, not at once")
+}
+
+// Rule 8 of the coalescer and rule 5 of the shell's timers, the promise a
+// parked election timer rests on: once a pair's beats stop, every member of
+// the follower node wakes by its election timer, whether it is still bound
+// on the pair, was unbound by a leave, a reset or its own withdrawal, or
+// never bound at all. Random runs of the real follower node side
+// (receiveBeat, the pairs' watchdogs, inbox.heardUntil, shellTimer.fire,
+// Actor.withdrawSteady, applyTimer) on the real clock, with election
+// Timeouts of a few tens of milliseconds: beats come in sequence, out of
+// it, in new epochs, bind and leave; members handle messages (withdraw,
+// re-arm, publish again, some answers not the leader's) and wake on their
+// timers between beats. Each run then falls silent, and every member must
+// wake. A parked timer nobody resumes is a follower that never campaigns
+// again: its cluster never elects another leader.
+func TestBoundFollowersWakeOnceTheirPairFallsSilent(t *testing.T) {
+	parked := 0
+	for seed := int64(1); seed <= 12; seed++ {
+		n, ok := runSilentPairs(t, seed)
+		if !ok {
+			t.Logf("seed %d", seed)
+			return
+		}
+		parked += n
+	}
+	require.NotZero(t, parked, "no run fell silent with a timer parked: the runs test nothing")
+}
+
+// spMember is a follower of a leader on one of the pair's sender nodes.
+type spMember struct {
+	a       *Actor
+	pid     gen.PID
+	sender  int
+	timeout time.Duration
+	woken   atomic.Bool
+	ack     election.MessageHeartbeatAck
+}
+
+// spWake records the member's election timer firing: the actor woken.
+type spWake struct {
+	gen.Process
+	m *spMember
+}
+
+func (w *spWake) Send(to any, message any) error {
+	if f, ok := message.(timerFired); ok && f.kind == election.TimerElection {
+		w.m.woken.Store(true)
+	}
+	return nil
+}
+
+// spPair is a sender node's side of its pair as the test plays it.
+type spPair struct {
+	node        gen.Atom
+	leader      gen.PID
+	hb          election.MessageHeartbeat
+	epoch, tick uint64
+	nextSlot    uint32
+	slots       map[uint32]*spMember
+}
+
+// join is a new slot for m, joining with the next beat.
+func (sp *spPair) join(m *spMember) PairJoin {
+	sp.nextSlot++
+	sp.slots[sp.nextSlot] = m
+	hb := sp.hb
+	hb.From.Node = ""
+	return PairJoin{Slot: sp.nextSlot, CoalescedRoute: CoalescedRoute{FromID: sp.leader.ID, FromCreation: 1, ToID: m.pid.ID, ToCreation: 1},
+		Heartbeat: hb, Ack: m.ack}
+}
+
+// runSilentPairs plays one run and reports how many members had their
+// election timer parked when the beats stopped, and whether all woke.
+func runSilentPairs(t *testing.T, seed int64) (int, bool) {
+	rng := rand.New(rand.NewSource(seed))
+	c, _, _ := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour
+	p := &coalescerProcess{Process: &sentTo{}, c: c}
+	share := &nodeShare{coal: c}
+	const interval = 10 * time.Millisecond
+	var pairs []*spPair
+	for i, n := range []gen.Atom{"p@h", "q@h"} {
+		leader := gen.PID{Node: n, ID: uint64(7 + i), Creation: 1}
+		hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}}
+		pairs = append(pairs, &spPair{node: n, leader: leader, hb: hb, epoch: 1, slots: make(map[uint32]*spMember)})
+	}
+	var members []*spMember
+	for i := range 6 {
+		m := &spMember{a: &Actor{share: share}, pid: gen.PID{Node: "n@h", ID: uint64(100 + i), Creation: 1}, sender: rng.Intn(len(pairs)),
+			timeout: time.Duration(20+rng.Intn(80)) * time.Millisecond}
+		m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
+		m.a.timerOwner = &timerOwner{process: &spWake{m: m}, pid: m.pid, inbox: &m.a.inbox}
+		m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+		c.addInbox(m.pid, &m.a.inbox)
+		members = append(members, m)
+		spHandle(m, pairs, rng)
+	}
+	defer func() {
+		for _, m := range members {
+			m.a.stopTimers()
+		}
+	}()
+	beat := func(sp *spPair, prev uint64, leaves []uint32, joins []PairJoin) {
+		sp.tick++
+		p.receiveBeat(sp.node, &PairBeat{Interval: int64(interval), Epoch: sp.epoch, Prev: prev, Tick: sp.tick, Leaves: leaves, Joins: joins}, time.Now())
+		c.take(sp.node)
+	}
+	for range 150 {
+		sp := pairs[rng.Intn(len(pairs))]
+		switch x := rng.Intn(100); {
+		case x < 45: // a beat in sequence, with leaves and joins
+			prev := sp.tick
+			if len(sp.slots) == 0 && rng.Intn(3) == 0 {
+				sp.epoch, prev = sp.epoch+1, 0 // a new epoch
+			}
+			var leaves []uint32
+			for id := range sp.slots {
+				if rng.Intn(6) == 0 {
+					leaves = append(leaves, id)
+					delete(sp.slots, id)
+				}
+			}
+			var joins []PairJoin
+			for _, m := range members {
+				if pairs[m.sender] == sp && rng.Intn(3) == 0 {
+					joins = append(joins, sp.join(m))
+				}
+			}
+			beat(sp, prev, leaves, joins)
+		case x < 50: // out of sequence: the follower side resets
+			beat(sp, sp.tick+1, nil, nil)
+			sp.epoch++
+			sp.tick++
+			clear(sp.slots)
+			beat(sp, 0, nil, nil)
+		case x < 70: // a member handles a message
+			spHandle(members[rng.Intn(len(members))], pairs, rng)
+		default:
+			time.Sleep(time.Duration(rng.Intn(int(interval))))
+		}
+		for _, m := range members {
+			if m.woken.Load() {
+				spHandle(m, pairs, rng)
+			}
+		}
+	}
+	// A steady stretch: beats faster than any Timeout, so bound members'
+	// timers fall due and park; then the last beats leave, reset, or
+	// just stop, and a member may withdraw.
+	for k := range 40 {
+		for _, sp := range pairs {
+			var joins []PairJoin
+			for _, m := range members {
+				if k == 0 && pairs[m.sender] == sp {
+					joins = append(joins, sp.join(m))
+				}
+			}
+			beat(sp, sp.tick, nil, joins)
+		}
+		time.Sleep(3 * time.Millisecond)
+		for _, m := range members {
+			if m.woken.Load() {
+				spHandle(m, pairs, rng)
+			}
+		}
+	}
+	for _, sp := range pairs {
+		switch rng.Intn(4) {
+		case 0:
+			var leaves []uint32
+			for id := range sp.slots {
+				if rng.Intn(2) == 0 {
+					leaves = append(leaves, id)
+					delete(sp.slots, id)
+				}
+			}
+			beat(sp, sp.tick, leaves, nil)
+		case 1:
+			beat(sp, sp.tick+1, nil, nil)
+		}
+	}
+	if rng.Intn(3) == 0 {
+		spHandle(members[rng.Intn(len(members))], pairs, rng)
+	}
+	// The beats stop: every member wakes by its election timer.
+	// A parked timer waits for its pair's watchdog, which must not wait
+	// longer than the member's own Timeout after the last beat.
+	parked := 0
+	for _, m := range members {
+		tm := &m.a.timers[election.TimerElection]
+		tm.mu.Lock()
+		m.a.inbox.mu.Lock()
+		b := m.a.inbox.paired
+		if b != nil && tm.runAt == 0 && tm.due != 0 {
+			parked++
+		}
+		m.a.inbox.mu.Unlock()
+		tm.mu.Unlock()
+		if b != nil {
+			b.src.mu.Lock()
+			watchdog := b.src.minTimeout
+			b.src.mu.Unlock()
+			assert.LessOrEqual(t, watchdog, m.timeout, "%v's pair watches for silence longer than its Timeout", m.pid)
+		}
+	}
+	if !assert.Eventually(t, func() bool {
+		for _, m := range members {
+			if !m.woken.Load() {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, time.Millisecond, "every follower of a silent pair times out") {
+		for _, m := range members {
+			m.a.inbox.mu.Lock()
+			bound := m.a.inbox.paired != nil
+			m.a.inbox.mu.Unlock()
+			tm := &m.a.timers[election.TimerElection]
+			tm.mu.Lock()
+			t.Logf("%v woken %v bound %v due %v runAt %v", m.pid, m.woken.Load(), bound, tm.due, tm.runAt)
+			tm.mu.Unlock()
+		}
+		return parked, false
+	}
+	return parked, true
+}
+
+// spHandle is m handling a message, its timer's firing when it woke: its
+// answer withdrawn (which ends its binding and runs its election timer
+// again), what it holds taken, the firing judged (onTimerFired), its
+// election timer re-armed as its core does on a campaign, moved later as on
+// a heartbeat, or left as on an input that moves nothing, and its answer published again, now and then not the one its leader
+// expects.
+func spHandle(m *spMember, pairs []*spPair, rng *rand.Rand) {
+	m.a.withdrawSteady()
+	woken := m.woken.Swap(false)
+	m.a.inbox.take()
+	now := time.Now()
+	tm := &m.a.timers[election.TimerElection]
+	if woken {
+		if _, due := m.a.onTimerFired(now, timerFired{kind: election.TimerElection}); due {
+			// It campaigns: its core arms the timer again.
+			m.a.applyTimer(now, election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: m.timeout})
+		}
+	} else if !tm.pending || rng.Intn(2) == 0 {
+		m.a.applyTimer(now, election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: m.timeout})
+	} else if rng.Intn(2) == 0 {
+		// A heartbeat stepped moves the deadline later, lazily
+		// (extendElection, with the core's deadline).
+		tm.mu.Lock()
+		tm.due = max(tm.due, sinceEpoch(now)+m.timeout)
+		tm.mu.Unlock()
+	}
+	if rng.Intn(5) == 0 {
+		return // no answer: its leader's heartbeats wake it
+	}
+	sp := pairs[m.sender]
+	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: sp.leader, Heartbeat: sp.hb, Ack: m.ack, Timeout: m.timeout},
+		linger: time.Hour, since: sinceEpoch(now)}
+	if rng.Intn(6) == 0 {
+		r.Ack.Declines = true
+	}
+	m.a.inbox.publish(&r)
+	m.a.answering = true
 }
