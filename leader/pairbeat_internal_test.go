@@ -548,17 +548,7 @@ func TestABoundMembersElectionTimerWakesItOnlyOnceItsPairFallsSilent(t *testing.
 // out sends that tick itself, as rule 7 does, and joins with the next
 // instant's beats: the pairs never tick off their grid for a late one.
 func TestALeaderPairedAfterItsInstantsBeatsSendsItsTickAndJoinsTheNext(t *testing.T) {
-	given := time.Now()
-	l := pairLeader(t, given)
-	t0 := l.paired
-	l.pb.fire(t0)
-	l.beatsTo(t, "a@h")
-	l.beatsTo(t, "b@h")
-	l.wake()
-	b := l.ib.lead.beat
-	l.ib.publishBeat(&b, []time.Duration{t0, t0})
-	o := &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}
-	late := t0 + time.Millisecond
+	l, o, late := lateLeader(t, time.Now())
 	next, ok := l.c.beatAhead(l.ib, l.timer, o, late)
 	require.True(t, ok)
 	require.NotNil(t, l.ib.lead.paired, "paired")

@@ -13,15 +13,10 @@ import (
 	"github.com/regent-go/regent/internal/election"
 )
 
-// Rule 8.1 and 8.5: a leader paired late (its instant's pair beats had
-// gone out, so it sent its tick as rule 7 does and joins the next instant)
-// is unpaired by its members' replies to that very tick, which reach it
-// before its joins go out. Its timer resumed at once, since no tick was
-// done by the pairs for it: it sent another tick at once, off its grid,
-// was paired late again, and so on, a tick per round trip until an instant
-// caught it paired. Its next tick is the instant after its own.
-func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testing.T) {
-	given := time.Now().Add(time.Hour) // nothing falls due while the test runs
+// lateLeader is pairLeader once its instant's pair beats went out, woken
+// and beating again: its timer's owner, and a millisecond after that
+// instant, when its next tick comes late.
+func lateLeader(t *testing.T, given time.Time) (*pairingLeader, *timerOwner, time.Duration) {
 	l := pairLeader(t, given)
 	t0 := l.paired
 	l.pb.fire(t0)
@@ -31,7 +26,18 @@ func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testin
 	b := l.ib.lead.beat
 	l.ib.publishBeat(&b, []time.Duration{t0, t0})
 	o := &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}
-	late := t0 + time.Millisecond
+	return l, o, t0 + time.Millisecond
+}
+
+// Rule 8.1 and 8.5: a leader paired late (its instant's pair beats had
+// gone out, so it sent its tick as rule 7 does and joins the next instant)
+// is unpaired by its members' replies to that very tick, which reach it
+// before its joins go out. Its timer resumed at once, since no tick was
+// done by the pairs for it: it sent another tick at once, off its grid,
+// was paired late again, and so on, a tick per round trip until an instant
+// caught it paired. Its next tick is the instant after its own.
+func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testing.T) {
+	l, o, late := lateLeader(t, time.Now().Add(time.Hour)) // nothing falls due while the test runs
 	l.timer.mu.Lock()
 	parked, ok := l.c.beatAhead(l.ib, l.timer, o, late)
 	l.timer.due = parked
