@@ -700,11 +700,20 @@ func (ib *inbox) hold(c *coalescer, from gen.PID, at time.Time, ack *election.Me
 		return false, nil
 	}
 	var unpaired *pairedLeader
-	if ib.lead != nil && ib.lead.paired != nil {
-		// A member of a paired leader replying on its own (its slot was
+	if q := ib.lead.pairedLeader(); q != nil {
+		// A reply to a tick the leader sent itself before it was paired,
+		// from a member no PairAck covers yet, is taken as rule 7 takes
+		// it, and is that member's last reply before its slot's first
+		// PairAck.
+		if i, pending := q.pb.pending(q, from); pending && ib.takeAck(from, at, ack) {
+			q.pb.replied(q, i, ib.lead.ahead.lastAck[i])
+			c.stats.taken.Add(1)
+			return true, nil
+		}
+		// Another reply of a member of a paired leader (its slot was
 		// refused, say): the leader's ticks are its timer's again from
 		// the next instant, and the reply is judged on all it took.
-		unpaired = ib.lead.paired
+		unpaired = q
 		ib.fold()
 	}
 	if ib.takeAck(from, at, ack) {

@@ -622,6 +622,41 @@ func (q *pairedLeader) resume(at time.Duration) {
 	}
 }
 
+// pairedLeader returns the pairing of the leader whose beat this is, nil
+// when it is not paired. Called with the inbox's mu held.
+func (lb *leaderBeat) pairedLeader() *pairedLeader {
+	if lb == nil {
+		return nil
+	}
+	return lb.paired
+}
+
+// pending reports whether q still stands and from is a member of it whose
+// slot no PairAck covers yet, with the member's index.
+func (pb *pairBeats) pending(q *pairedLeader, from gen.PID) (int, bool) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if q.ended {
+		return 0, false
+	}
+	for i, s := range q.slots {
+		if s.from == from {
+			return i, s.firstAck == 0
+		}
+	}
+	return 0, false
+}
+
+// replied records a reply of q's member i at at, taken as rule 7 takes it,
+// as the member's last before its slot's first PairAck.
+func (pb *pairBeats) replied(q *pairedLeader, i int, at time.Duration) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if s := q.slots[i]; !q.ended && s.firstAck == 0 {
+		s.lastAck = max(s.lastAck, at)
+	}
+}
+
 // resumeNext resumes q's heartbeat timer for the tick after the last one
 // done for it, or at once when none was: the pairs did none, and it sent
 // none itself before its joins (a late one's members reply to that tick

@@ -570,3 +570,30 @@ func TestALeaderPairedAfterItsInstantsBeatsSendsItsTickAndJoinsTheNext(t *testin
 	assert.Equal(t, 2, ahead.Beats, "its own tick and the join's")
 	assert.Equal(t, gridEpoch.Add(instant), ahead.LastBeat)
 }
+
+// Rule 8.3: a paired leader's members' replies to the ticks it sent itself
+// before its slots' first PairAck (still in flight as it paired) are taken
+// as rule 7 takes them, and are each member's last reply until then: they
+// neither unpair it nor go unseen by the pairs' silence check.
+func TestARepliesToItsOwnTicksLeavesAPairedLeaderPaired(t *testing.T) {
+	given := time.Now()
+	l := pairLeader(t, given)
+	t0 := l.paired
+	l.pb.fire(t0)
+	ack := l.members[1].Ack
+	replied := t0 + 40*time.Millisecond
+	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(replied), &ack))
+	assert.NotNil(t, l.ib.lead.paired, "still paired")
+	assert.Equal(t, uint64(1), l.c.stats.taken.Load())
+	// b@h's PairAck never comes; a@h's does. The silence check counts b@h's
+	// reply: a tick a window after given (b@h's last reply before it) is
+	// still done.
+	l.ackFrom("a@h", l.pb.tick, t0+10*time.Millisecond)
+	at := max(sinceEpoch(given.Add(l.ib.lead.beat.Window)), l.pb.next())
+	require.Less(t, at, replied+l.ib.lead.beat.Window)
+	l.pb.fire(at)
+	assert.Zero(t, l.fired.count(), "not unpaired for a silence that its reply broke")
+	ahead := l.wake()
+	assert.Equal(t, 2, ahead.Beats)
+	assert.Equal(t, gridEpoch.Add(replied), ahead.Acks[1].Last)
+}

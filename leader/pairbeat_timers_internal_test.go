@@ -47,10 +47,16 @@ func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testin
 	instant := l.pb.next()
 	require.Greater(t, instant, late)
 
-	// The reply to the tick it sent itself comes back before the instant.
+	// The reply to the tick it sent itself comes back before the instant:
+	// taken, as rule 7 takes it; it stays paired.
 	ack := l.members[0].Ack
 	require.True(t, l.c.hold(l.pid, l.members[0].PID, gridEpoch.Add(late+2*time.Millisecond), &ack))
-	require.Nil(t, l.ib.lead.paired, "a member replying on its own unpairs it")
+	require.NotNil(t, l.ib.lead.paired, "a reply to its own tick leaves it paired")
+	// Another reply does unpair it.
+	other := l.members[1].Ack
+	other.Declines = true
+	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(late+3*time.Millisecond), &other))
+	require.Nil(t, l.ib.lead.paired, "a member replying otherwise unpairs it")
 	l.timer.mu.Lock()
 	due := l.timer.due
 	l.timer.mu.Unlock()
