@@ -2,7 +2,6 @@ package leader
 
 import (
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -294,30 +293,10 @@ type sinkNode struct{ gen.Node }
 func (sinkNode) Name() gen.Atom                 { return "n@h" }
 func (sinkNode) Send(to any, message any) error { return nil }
 
-// sentTo records what a coalescer process sends, by target.
-type sentTo struct {
-	gen.Process
-	mu   sync.Mutex
-	sent []any
-}
-
-func (s *sentTo) Send(to any, message any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sent = append(s.sent, message)
-	return nil
-}
-
-func (s *sentTo) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sent)
-}
-
 // boundFollower is a follower on n@h whose steady answer answers the
 // heartbeat of a leader on p@h, with the coalescer process that takes that
 // leader's node's pair beats.
-func boundFollower(t *testing.T) (*coalescerProcess, *inbox, *sentTo, gen.PID, PairJoin) {
+func boundFollower(t *testing.T) (*coalescerProcess, *inbox, *firings, gen.PID, PairJoin) {
 	c, leaderPID, beat := runningCoalescer(t, sinkNode{})
 	c.ackLinger = time.Hour // nothing is flushed: the test takes the outboxes
 	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
@@ -326,7 +305,7 @@ func boundFollower(t *testing.T) (*coalescerProcess, *inbox, *sentTo, gen.PID, P
 	ack := election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
 	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Ack: ack, Timeout: time.Second},
 		linger: time.Hour})
-	sent := &sentTo{}
+	sent := &firings{}
 	p := &coalescerProcess{Process: sent, c: c}
 	hb := beat
 	hb.From.Node = ""

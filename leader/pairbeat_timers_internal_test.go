@@ -138,7 +138,7 @@ func runSilentPairs(t *testing.T, seed int64) (int, bool) {
 	rng := rand.New(rand.NewSource(seed))
 	c, _, _ := runningCoalescer(t, sinkNode{})
 	c.ackLinger = time.Hour
-	p := &coalescerProcess{Process: &sentTo{}, c: c}
+	p := &coalescerProcess{Process: &firings{}, c: c}
 	share := &nodeShare{coal: c}
 	const interval = 10 * time.Millisecond
 	var pairs []*spPair
