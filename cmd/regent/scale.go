@@ -51,7 +51,7 @@ two back to back so their ratio is fair on a shared machine):
 Examples:
   regent bench scale
   regent bench scale --clusters 1000 --window 60s --coalescing on
-  regent bench scale --clusters 10000 --window 60s --failovers 0
+  regent bench scale --clusters 10000 --window 60s --failovers 0 --ramp 1000
   regent bench scale --clusters 1000 --election-min 1000 --election-max 2000 --heartbeat 300`
 
 // scaleRow is one measured number of clusters in one coalescing mode.
@@ -106,6 +106,10 @@ type scaleConfig struct {
 	timings      scaleTimings
 	failovers    int
 	failoverCase string
+	// ramp, when above zero, starts the clusters that many at a time,
+	// each wave once the one before has its leaders; zero starts them all
+	// at once (a cold start).
+	ramp int
 }
 
 func runScale(ctx context.Context, args []string, env *environment) (err error) {
@@ -126,6 +130,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.StringVar(&coalescing, "coalescing", "both", "heartbeat coalescing: on, off, or both (off then on, back to back)")
 	fs.IntVar(&cfg.failovers, "failovers", 10, "failover trials per row after the window (0: none)")
 	fs.StringVar(&cfg.failoverCase, "failover-case", "process-kill", "the fault of a failover trial: process-kill or node-kill")
+	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
@@ -147,6 +152,9 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	}
 	if cfg.nodes < 3 {
 		return usageError("--nodes %d: a cluster needs at least 3 members", cfg.nodes)
+	}
+	if cfg.ramp < 0 {
+		return usageError("--ramp %d: a number of clusters, or 0", cfg.ramp)
 	}
 	if cfg.failovers < 0 {
 		return usageError("--failovers must not be negative")
@@ -299,22 +307,43 @@ func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
 	s.recs = make([]*recorder, s.clusters)
 	s.pids = make([][]gen.PID, s.clusters)
 	t0 := time.Now()
-	for k := range s.clusters {
-		if err := ctx.Err(); err != nil {
-			return err // stopped while spawning: thousands of actors take a while
-		}
-		s.recs[k] = newRecorder(s.counters.observe)
-		s.pids[k] = make([]gen.PID, s.cfg.nodes)
-		for i := range s.cfg.nodes {
-			if err := s.spawn(ctx, k, i); err != nil {
-				return err
+	wave := s.clusters
+	if s.cfg.ramp > 0 {
+		wave = s.cfg.ramp
+	}
+	for first := 0; first < s.clusters; first += wave {
+		last := min(first+wave, s.clusters)
+		spawning := time.Now()
+		for k := first; k < last; k++ {
+			if err := ctx.Err(); err != nil {
+				return err // stopped while spawning: thousands of actors take a while
+			}
+			s.recs[k] = newRecorder(s.counters.observe)
+			s.pids[k] = make([]gen.PID, s.cfg.nodes)
+			for i := range s.cfg.nodes {
+				if err := s.spawn(ctx, k, i); err != nil {
+					return err
+				}
 			}
 		}
+		row.Spawn += time.Since(spawning)
+		if err := s.waitLeaders(ctx, row, first, last); err != nil {
+			return err
+		}
 	}
-	row.Spawn = time.Since(t0)
-	wctx, cancel := context.WithTimeout(ctx, settleTimeout+time.Duration(s.clusters)*20*time.Millisecond)
+	if row.Leaderless == 0 {
+		row.AllLeaders = time.Since(t0)
+	}
+	return nil
+}
+
+// waitLeaders waits until the clusters [first, last) each have a leader a
+// majority recognises, or a deadline passes; those without one are
+// counted in row.Leaderless.
+func (s *scaleRun) waitLeaders(ctx context.Context, row *scaleRow, first, last int) error {
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout+time.Duration(last-first)*20*time.Millisecond)
 	defer cancel()
-	for _, rec := range s.recs {
+	for _, rec := range s.recs[first:last] {
 		if _, err := rec.waitAgreed(wctx, 0, gen.PID{}, s.quorum()); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -323,9 +352,6 @@ func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
 			continue
 		}
 		s.prog.step(fmt.Sprintf("%d clusters electing (coalescing %s)", s.clusters, onOff(s.coalesce)))
-	}
-	if row.Leaderless == 0 {
-		row.AllLeaders = time.Since(t0)
 	}
 	return nil
 }
