@@ -492,9 +492,7 @@ func (c *coalescer) reportFailed(dest gen.Atom, b MessageHeartbeatBatch, err err
 			return
 		}
 		told[from] = struct{}{}
-		if serr := c.node.Send(from, coalescedFailed{node: dest, err: err}); serr != nil {
-			c.stats.drop(undelivered(serr), 1)
-		}
+		c.tellFailed(from, dest, err)
 	}
 	for i := range b.Heartbeats {
 		tell(b.Heartbeats[i].from(c.self))
@@ -502,6 +500,29 @@ func (c *coalescer) reportFailed(dest gen.Atom, b MessageHeartbeatBatch, err err
 	for i := range b.Acks {
 		tell(b.Acks[i].from(c.self))
 	}
+}
+
+// tellFailed tells the member pid that what it sent to node through the
+// coalescer could not be sent, for err.
+func (c *coalescer) tellFailed(pid gen.PID, node gen.Atom, err error) {
+	if serr := c.node.Send(pid, coalescedFailed{node: node, err: err}); serr != nil {
+		c.stats.drop(undelivered(serr), 1)
+	}
+}
+
+// sender sends a member what the coalescer hands it: the coalescer process
+// does, or the node itself off any process (the grid's goroutine).
+type sender interface {
+	Send(to any, message any) error
+}
+
+// deliver hands one entry to the member t, sent by s, and counts it.
+func (c *coalescer) deliver(s sender, t deliveryTarget, in inbound) {
+	if err := s.Send(t.value(), coalescedIn{in}); err != nil {
+		c.stats.drop(undelivered(err), 1)
+		return
+	}
+	c.stats.deliveries.Add(1)
 }
 
 // Stats returns a snapshot of the counters.

@@ -90,9 +90,8 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 	now := time.Now()
 	for i := range b.Heartbeats {
 		e := &b.Heartbeats[i]
-		t, ok := p.check(e.CoalescedRoute, &e.Message.From, node)
-		if ok && (t.pid == (gen.PID{}) || !p.c.answer(t.pid, e.from(node), now, &e.Message)) {
-			p.deliver(t, inbound{from: e.from(node), hb: &e.Message})
+		if t, ok := p.check(e.CoalescedRoute, &e.Message.From, node); ok {
+			p.deliverHeartbeat(t, e.from(node), now, &e.Message)
 		}
 	}
 	for i := range b.Acks {
@@ -139,11 +138,7 @@ func (p *coalescerProcess) check(r CoalescedRoute, sender *gen.ProcessID, node g
 // entry from each peer in a batch (a heartbeat from its leader, or an
 // acknowledgement from each follower there), so there is nothing to group.
 func (p *coalescerProcess) deliver(t deliveryTarget, in inbound) {
-	if err := p.Send(t.value(), coalescedIn{in}); err != nil {
-		p.c.stats.drop(undelivered(err), 1)
-		return
-	}
-	p.c.stats.deliveries.Add(1)
+	p.c.deliver(p, t, in)
 }
 
 // ProcessTerminate replaces the process when it ended while members still

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -62,12 +61,6 @@ import (
 //     unbound and the PairAck says Reset. A Reset, or a pair beat that could
 //     not be sent, resets the leader node's side: its leaders are unpaired
 //     and it starts a new epoch, whose first beat has Prev 0.
-
-// pairing says leaders may be paired; tests turn it off to compare with
-// rule 7 alone.
-var pairing atomic.Bool
-
-func init() { pairing.Store(true) }
 
 // PairBeat is one tick of the paired leaders of the sending node, for their
 // members on the receiving node (rule 8 of the coalescer).
@@ -138,21 +131,20 @@ type pairBeats struct {
 
 // pairOut is one pair: the slots of the members on one node.
 type pairOut struct {
-	dest         gen.Atom
-	epoch, prev  uint64
-	nextSlot     uint32
-	slots        map[uint32]*beatSlot
-	joins        []PairJoin
-	leaves       []uint32
-	trailing     map[uint32]*beatSlot // left, owed the acknowledgements of ticks before their leave
-	pending      map[uint32]*beatSlot // joined, not yet covered by a PairAck
-	ackTick      uint64
-	ackAt        time.Duration
-	acks         int           // PairAcks credited in this epoch
-	covered      int           // slots covered by the last PairAck
-	coverWindow  time.Duration // the shortest window of a slot joined since the pair was last empty
-	joinCap      int           // the joins a beat may carry; zero for maxBatchEntries
-	failedEpochs uint64        // epochs ended by a failed send, for the counters
+	dest        gen.Atom
+	epoch, prev uint64
+	nextSlot    uint32
+	slots       map[uint32]*beatSlot
+	joins       []PairJoin
+	leaves      []uint32
+	trailing    map[uint32]*beatSlot // left, owed the acknowledgements of ticks before their leave
+	pending     map[uint32]*beatSlot // joined, not yet covered by a PairAck
+	ackTick     uint64
+	ackAt       time.Duration
+	acks        int           // PairAcks credited in this epoch
+	covered     int           // slots covered by the last PairAck
+	coverWindow time.Duration // the shortest window of a slot joined since the pair was last empty
+	joinCap     int           // the joins a beat may carry; zero for maxBatchEntries
 }
 
 // pairedLeader is a leader whose ticks the pair beats do.
@@ -260,7 +252,7 @@ func (pb *pairBeats) active() bool {
 // beatAhead with the timer's and the inbox's mu held.
 func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Duration, sent bool) (*pairedLeader, bool) {
 	b, p := &ib.lead.beat, &ib.lead.ahead
-	if !pairing.Load() || len(b.Members) == 0 || b.until <= now+pb.d {
+	if len(b.Members) == 0 || b.until <= now+pb.d {
 		return nil, false
 	}
 	pb.mu.Lock()
@@ -275,7 +267,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 	}
 	switch {
 	case pb.nextAt == 0 && sent:
-		pb.nextAt = now + onGrid(gridEpoch.Add(now), pb.d, pb.phase)
+		pb.nextAt = pb.instantAfter(now)
 	case pb.nextAt == 0:
 		pb.nextAt = now // the pairs tick at this very instant
 	}
@@ -384,7 +376,7 @@ func (pb *pairBeats) resetPair(po *pairOut, resume time.Duration, err error, fx 
 // calls it after the timers due at now.
 func (pb *pairBeats) fire(now time.Duration) {
 	var fx pairEffects
-	var out []pairFrame
+	sent := 0
 	pb.mu.Lock()
 	if pb.nextAt == 0 || now < pb.nextAt {
 		pb.mu.Unlock()
@@ -436,30 +428,22 @@ func (pb *pairBeats) fire(now time.Duration) {
 		if len(po.slots) == 0 && len(po.leaves) == 0 && len(po.joins) == 0 {
 			continue
 		}
-		f := pairFrame{dest: po.dest, epoch: po.epoch, beat: PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick,
-			Leaves: po.leaves, Joins: po.joins}}
+		beat := PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick, Leaves: po.leaves, Joins: po.joins}
 		po.prev, po.leaves, po.joins = pb.tick, nil, nil
-		if !pb.coal.enqueuePair(po.dest, &f.beat, nil, pb.linger) {
-			pb.resetPair(po, now+onGrid(gridEpoch.Add(now), pb.d, pb.phase), nil, &fx)
+		if !pb.coal.enqueuePair(po.dest, &beat, nil, pb.linger) {
+			pb.resetPair(po, pb.instantAfter(now), nil, &fx)
 			continue
 		}
-		out = append(out, f)
+		sent++
 	}
 	if pb.active() {
-		pb.nextAt = now + onGrid(gridEpoch.Add(now), pb.d, pb.phase)
+		pb.nextAt = pb.instantAfter(now)
 	} else {
 		pb.nextAt = 0
 	}
 	pb.mu.Unlock()
-	pb.coal.stats.pairBeatsOut.Add(uint64(len(out)))
+	pb.coal.stats.pairBeatsOut.Add(uint64(sent))
 	pb.apply(&fx)
-}
-
-// pairFrame is a beat on its way out.
-type pairFrame struct {
-	dest  gen.Atom
-	epoch uint64
-	beat  PairBeat
 }
 
 // unpairAll unpairs every leader with a slot on po, to resume at now.
@@ -471,6 +455,11 @@ func (pb *pairBeats) unpairAll(po *pairOut, now time.Duration, fx *pairEffects) 
 			fx.resume = append(fx.resume, resumeAt{s.leader, now})
 		}
 	}
+}
+
+// instantAfter is the first instant of the pairs' grid after t.
+func (pb *pairBeats) instantAfter(t time.Duration) time.Duration {
+	return nextInstant(t, pb.d, pb.phase)
 }
 
 // next is when the pairs tick next, zero while they are idle.
@@ -491,7 +480,7 @@ func (pb *pairBeats) failed(dest gen.Atom, b *PairBeat, err error) {
 			po.joinCap = max(1, len(b.Joins)/2)
 		}
 		pb.coal.stats.pairFailed.Add(1)
-		pb.resetPair(po, pb.lastTick+onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase), err, &fx)
+		pb.resetPair(po, pb.instantAfter(pb.lastTick), err, &fx)
 	}
 	pb.mu.Unlock()
 	pb.apply(&fx)
@@ -507,7 +496,7 @@ func (pb *pairBeats) acked(node gen.Atom, a *PairAck, at time.Duration) {
 	case po == nil || a.Epoch != po.epoch:
 		pb.coal.stats.drop(dropStalePair, 1)
 	case a.Reset:
-		pb.resetPair(po, pb.lastTick+onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase), nil, &fx)
+		pb.resetPair(po, pb.instantAfter(pb.lastTick), nil, &fx)
 	default:
 		pb.credit(po, a, at, &fx)
 	}
@@ -517,10 +506,8 @@ func (pb *pairBeats) acked(node gen.Atom, a *PairAck, at time.Duration) {
 
 // credit is acked for a PairAck of po's epoch. Called with mu held.
 func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairEffects) {
-	next := pb.lastTick + onGrid(gridEpoch.Add(pb.lastTick), pb.d, pb.phase)
-	refused := make(map[uint32]bool, len(a.Refused))
+	next := pb.instantAfter(pb.lastTick)
 	for _, id := range a.Refused {
-		refused[id] = true
 		if s := po.slots[id]; s != nil && !s.leader.ended {
 			pb.unpair(s.leader)
 			fx.resume = append(fx.resume, resumeAt{s.leader, next})
@@ -537,7 +524,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 			delete(po.trailing, id)
 			continue
 		}
-		if a.Tick >= s.join && !refused[id] {
+		if a.Tick >= s.join && !slices.Contains(a.Refused, id) {
 			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 		}
 	}
@@ -553,16 +540,12 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 	}
 	po.ackTick, po.ackAt = a.Tick, at
 	po.acks++
-	bound := make(map[uint32]bool, len(a.Bound))
-	for _, id := range a.Bound {
-		bound[id] = true
-	}
 	for id, s := range po.pending {
-		if s.join > a.Tick || refused[id] {
+		if s.join > a.Tick || slices.Contains(a.Refused, id) {
 			continue
 		}
 		delete(po.pending, id)
-		if !bound[id] {
+		if !slices.Contains(a.Bound, id) {
 			// Not confirmed: its join or its PairAck was lost, or the
 			// follower node did not take it. Nothing covers it.
 			pb.unpair(s.leader)
@@ -590,18 +573,12 @@ func (pb *pairBeats) apply(fx *pairEffects) {
 		r.q.resume(r.at)
 	}
 	for _, f := range fx.failed {
-		if err := pb.coal.node.Send(f.pid, coalescedFailed{node: f.node, err: f.err}); err != nil {
-			pb.coal.stats.drop(undelivered(err), 1)
-		}
+		pb.coal.tellFailed(f.pid, f.node, f.err)
 	}
 	for i := range fx.held {
 		h := &fx.held[i]
 		if !pb.coal.hold(h.leader, h.from, gridEpoch.Add(h.at), &h.ack) {
-			if err := pb.coal.node.Send(h.leader, coalescedIn{inbound{from: h.from, ack: &h.ack}}); err != nil {
-				pb.coal.stats.drop(undelivered(err), 1)
-				continue
-			}
-			pb.coal.stats.deliveries.Add(1)
+			pb.coal.deliver(pb.coal.node, deliveryTarget{pid: h.leader}, inbound{from: h.from, ack: &h.ack})
 		}
 	}
 }
@@ -666,9 +643,9 @@ func (q *pairedLeader) resumeNext() {
 	at := sinceEpoch(time.Now())
 	switch last := q.done.lastBeat; {
 	case q.done.beats > 0:
-		at = last + onGrid(gridEpoch.Add(last), q.pb.d, q.pb.phase)
+		at = q.pb.instantAfter(last)
 	case q.sent > 0:
-		at = q.sent + onGrid(gridEpoch.Add(q.sent), q.pb.d, q.pb.phase)
+		at = q.pb.instantAfter(q.sent)
 	}
 	q.pb.mu.Unlock()
 	q.resume(at)

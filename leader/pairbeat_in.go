@@ -28,7 +28,6 @@ type pairKey struct {
 // pairIn is the follower node's side of one pair. Its map lives in the
 // coalescer and is used by the coalescer process only.
 type pairIn struct {
-	key pairKey
 	// mu guards everything below but lastTick and lastTickAt. It is taken
 	// before an inbox's mu (binding, unbinding), never after it.
 	mu sync.Mutex
@@ -166,7 +165,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	key := pairKey{node: node, interval: b.Interval}
 	src := c.pairsIn[key]
 	if src == nil {
-		src = &pairIn{key: key, bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding)}
+		src = &pairIn{bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding)}
 		c.pairsIn[key] = src
 	}
 	at := sinceEpoch(now)
@@ -206,7 +205,9 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	c.stats.answered.Add(uint64(len(src.bound)))
 	for _, bd := range src.refused {
 		if bd.to != (deliveryTarget{}) {
-			p.deliverHeartbeat(bd.to, bd.from, now, &bd.hb)
+			// A copy: the binding's heartbeat is delivered again next beat.
+			hb := bd.hb
+			p.deliverHeartbeat(bd.to, bd.from, now, &hb)
 		}
 	}
 	for i := range b.Joins {
@@ -261,16 +262,16 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 	}
 	src.refused[j.Slot] = bd
 	c.stats.pairRefused.Add(1)
-	p.deliverHeartbeat(t, bd.from, now, &bd.hb)
+	hb = bd.hb
+	p.deliverHeartbeat(t, bd.from, now, &hb)
 	return false
 }
 
 // deliverHeartbeat answers hb ahead or delivers it to t, as a coalesced
-// heartbeat is (rule 4).
+// heartbeat is (rules 4 and 6); hb must stay unchanged until t handles it.
 func (p *coalescerProcess) deliverHeartbeat(t deliveryTarget, from gen.PID, now time.Time, hb *MessageHeartbeat) {
 	if t.pid == (gen.PID{}) || !p.c.answer(t.pid, from, now, hb) {
-		msg := *hb
-		p.deliver(t, inbound{from: from, hb: &msg})
+		p.deliver(t, inbound{from: from, hb: hb})
 	}
 }
 

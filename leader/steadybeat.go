@@ -136,7 +136,7 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 			return q.parked, true
 		}
 	}
-	return at + onGrid(gridEpoch.Add(at), b.Interval, o.phase), true
+	return nextInstant(at, b.Interval, o.phase), true
 }
 
 // publishBeat publishes the leader's steady beat for its timer and the

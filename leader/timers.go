@@ -77,6 +77,12 @@ func onGrid(now time.Time, d time.Duration, phase uint64) time.Duration {
 	return target - mod(target, d) - elapsed
 }
 
+// nextInstant is the first instant of the grid of interval d and phase
+// after t, on the shell's clock: t + onGrid(t).
+func nextInstant(t, d time.Duration, phase uint64) time.Duration {
+	return t + onGrid(gridEpoch.Add(t), d, phase)
+}
+
 // mod is x modulo d, in [0, d) for negative x too.
 func mod(x, d time.Duration) time.Duration {
 	r := x % d
