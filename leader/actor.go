@@ -157,6 +157,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
 	a.timerOwner.coal = a.share.coal
 	a.timerOwner.pairs = a.timerOwner.grid.pairs
+	a.timerOwner.campaigns = campaigns
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	core, err := election.New(cfg, process.PID(), hs, time.Now())
 	if err != nil {
@@ -266,6 +267,7 @@ func (a *Actor) handle(m *gen.MailboxMessage) error {
 	if err := a.handleMessage(m); err != nil {
 		return err
 	}
+	a.settleCampaign()
 	a.publishSteady()
 	return nil
 }

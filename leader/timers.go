@@ -54,6 +54,10 @@ import (
 //     the beat's rules allow, and re-arms on the grid without waking the
 //     actor; the core's arming stays as it was, and fires the next tick
 //     that the beat cannot send.
+//  8. An election timer that comes due passes the process's campaign gate
+//     (campaigngate.go) before it wakes the actor: while the process has as
+//     many members campaigning as the gate has places, it waits there
+//     instead, without waking the actor, and fires when a place frees.
 
 // timerKinds is the number of election timer kinds (election.TimerKind
 // values run from 0 to TimerStorage).
@@ -123,6 +127,12 @@ type timerOwner struct {
 	// armed counts the times a Go timer was set (made or reset) for this
 	// actor's election timers: ergo:runtime_timers.
 	armed atomic.Uint64
+	// campaigns is the campaign gate its election timer passes
+	// (campaigngate.go); gate is where it stands there, a gateState written
+	// under the gate's mu, and gateSince when it began to wait.
+	campaigns *campaignGate
+	gate      atomic.Int32
+	gateSince time.Duration
 }
 
 // shellTimer is the shell's side of one election timer kind. Its Go
@@ -398,6 +408,14 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 			t.mu.Unlock()
 			return
 		}
+		if o.campaigns != nil {
+			if ok, next := o.campaigns.admit(t, o, now); !ok {
+				// It campaigns when a place frees (campaigngate.go).
+				t.mu.Unlock()
+				o.campaigns.wake(next)
+				return
+			}
+		}
 	case election.TimerHeartbeat:
 		// A steady leader's tick is sent for it (rule 7).
 		if o.coal != nil {
@@ -444,6 +462,9 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 
 // stopTimers stops every Go timer; the actor is ending.
 func (a *Actor) stopTimers() {
+	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
+		a.timerOwner.campaigns.release(a.timerOwner)
+	}
 	for k := range a.timers {
 		t := &a.timers[k]
 		t.pending = false

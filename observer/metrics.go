@@ -41,14 +41,14 @@ type networkDescs struct {
 	// carried the frames out.
 	framesIn, framesOut, bytesIn, bytesOut, writes *prometheus.Desc
 	// coalescer: the node's heartbeat coalescer (leader.CoalescerStats).
-	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped, coalPairs *prometheus.Desc
+	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped, coalPairs, gateEvents, gateWaiting *prometheus.Desc
 }
 
 // all lists every description.
 func (d networkDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.peers, d.inFlight, d.rejected, d.dropped, d.collisions,
 		d.framesIn, d.framesOut, d.bytesIn, d.bytesOut, d.writes,
-		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped, d.coalPairs}
+		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped, d.coalPairs, d.gateEvents, d.gateWaiting}
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -100,6 +100,10 @@ func newMetrics(node gen.Node) *metrics {
 				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
 			coalPairs: prometheus.NewDesc("regent_coalescer_pair_events_total",
 				"Pair beat events of the node's coalescer (leaders paired and unpaired, beats and acknowledgements, slots bound, refused and unbound, resets, failed sends), by event.", []string{"node", "event"}, nil),
+			gateEvents: prometheus.NewDesc("regent_campaign_gate_events_total",
+				"Election timer firings of the process's members at the campaign gate: admitted at once, deferred until a place freed, places passed on by a round that timed out while others waited, waits that ended without a campaign (stale); the gate is the process's, so every node of one process reports the same.", []string{"node", "event"}, nil),
+			gateWaiting: prometheus.NewDesc("regent_campaign_gate_waiting",
+				"Members of the process waiting at the campaign gate for a place to campaign.", []string{"node"}, nil),
 		},
 		members: []memberGauge{
 			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
@@ -157,7 +161,10 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
 	}
-	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped, m.network.coalPairs: coal.PairEvents()} {
+	gate := leader.ReadCampaignGate()
+	ch <- prometheus.MustNewConstMetric(m.network.gateWaiting, prometheus.GaugeValue, float64(gate.Queued), node)
+	gateEvents := map[string]uint64{"admitted": gate.Admitted, "deferred": gate.Deferred, "passed": gate.Passed, "stale": gate.Stale}
+	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped, m.network.coalPairs: coal.PairEvents(), m.network.gateEvents: gateEvents} {
 		for reason, n := range counts {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node, reason)
 		}

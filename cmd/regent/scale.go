@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -117,6 +118,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	var (
 		asJSON     bool
 		noProgress bool
+		trace      time.Duration
 		coalescing string
 		profile    string
 	)
@@ -133,6 +135,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
+	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end: clusters with a leader, CPU, campaigns, GC, and every coalescer and pair beat counter that moved (0: none)")
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -173,7 +176,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	for _, c := range cfg.clusters {
 		for _, on := range cfg.modes {
 			prog := newProgress(env.stderr, c, noProgress)
-			run := &scaleRun{cfg: cfg, clusters: c, coalesce: on, prog: prog, heapProfile: heapProfile}
+			run := &scaleRun{cfg: cfg, clusters: c, coalesce: on, prog: prog, heapProfile: heapProfile, trace: trace, traceTo: env.stderr}
 			row, err := run.measure(ctx)
 			prog.finish()
 			if err != nil {
@@ -244,10 +247,19 @@ type scaleCounters struct {
 	counting  atomic.Bool
 	campaigns atomic.Uint64
 	leaders   atomic.Uint64
+	// allCampaigns counts every election started, in the window or not,
+	// for --trace.
+	allCampaigns atomic.Uint64
 }
 
 func (s *scaleCounters) observe(t leader.Transition, prev view) {
-	if !s.counting.Load() || t.Role == prev.role {
+	if t.Role == prev.role {
+		return
+	}
+	if t.Role == "candidate" {
+		s.allCampaigns.Add(1)
+	}
+	if !s.counting.Load() {
 		return
 	}
 	switch t.Role {
@@ -275,6 +287,12 @@ type scaleRun struct {
 	counters   scaleCounters
 	recs       []*recorder
 	pids       [][]gen.PID // by cluster, then node
+	// trace, when above zero, prints a line to traceTo that often from the
+	// first spawn to the window's end (scaletrace.go); stopTrace ends it.
+	trace     time.Duration
+	traceTo   io.Writer
+	stopTrace func()
+	spawned   atomic.Int64 // clusters whose recorder is in recs
 }
 
 // options are member i's of cluster k.
@@ -306,6 +324,9 @@ func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
 	s.heapBefore = heapInUse()
 	s.recs = make([]*recorder, s.clusters)
 	s.pids = make([][]gen.PID, s.clusters)
+	if s.trace > 0 {
+		s.stopTrace = s.startTrace(ctx, s.traceTo, s.trace)
+	}
 	t0 := time.Now()
 	wave := s.clusters
 	if s.cfg.ramp > 0 {
@@ -320,6 +341,7 @@ func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
 			}
 			s.recs[k] = newRecorder(s.counters.observe)
 			s.pids[k] = make([]gen.PID, s.cfg.nodes)
+			s.spawned.Store(int64(k + 1))
 			for i := range s.cfg.nodes {
 				if err := s.spawn(ctx, k, i); err != nil {
 					return err
@@ -329,6 +351,11 @@ func (s *scaleRun) start(ctx context.Context, row *scaleRow) error {
 		row.Spawn += time.Since(spawning)
 		if err := s.waitLeaders(ctx, row, first, last); err != nil {
 			return err
+		}
+		if last < s.clusters {
+			if err := s.waitPaired(ctx, last); err != nil {
+				return err
+			}
 		}
 	}
 	if row.Leaderless == 0 {
@@ -352,6 +379,30 @@ func (s *scaleRun) waitLeaders(ctx context.Context, row *scaleRow, first, last i
 			continue
 		}
 		s.prog.step(fmt.Sprintf("%d clusters electing (coalescing %s)", s.clusters, onOff(s.coalesce)))
+	}
+	return nil
+}
+
+// waitPaired waits, with coalescing on, until n leaders are paired (their
+// ticks beaten by their node's pair beats, rule 8 of the coalescer): a
+// wave's clusters cost what uncoalesced ones do until then, so the next
+// wave starts on a steady base. It gives up after a while: a wave whose
+// leaders do not all pair is slower to measure, not wrong.
+func (s *scaleRun) waitPaired(ctx context.Context, n int) error {
+	if !s.coalesce {
+		return nil
+	}
+	deadline := time.Now().Add(settleTimeout)
+	for time.Now().Before(deadline) {
+		_, c := s.traffic()
+		if c.Paired-c.Unpaired >= uint64(n) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	return nil
 }
@@ -398,6 +449,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	row := scaleRow{Clusters: s.clusters, Coalescing: s.coalesce, Actors: s.clusters * s.cfg.nodes, Nodes: s.cfg.nodes,
 		ElectionMinMS: s.cfg.timings.eMin, ElectionMaxMS: s.cfg.timings.eMax, HeartbeatMS: s.cfg.timings.hb}
 	defer s.close()
+	defer s.endTrace() // before the nodes close: it reads their counters
 	if err := s.start(ctx, &row); err != nil {
 		return row, err
 	}
@@ -430,6 +482,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	net1, coal1 := s.traffic()
 	in1 := s.memberMessages()
 	s.counters.counting.Store(false)
+	s.endTrace() // the failovers kill nodes the trace would read
 	pairs := float64(s.cfg.nodes*(s.cfg.nodes-1)) / 2
 	row.Window = wall
 	row.CPUShare = float64(cpu1-cpu0) / float64(wall)
@@ -490,6 +543,16 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 		coal.Held += c.Held
 		coal.Answered += c.Answered
 		coal.Mismatched += c.Mismatched
+		coal.Paired += c.Paired
+		coal.Unpaired += c.Unpaired
+		coal.PairBeatsOut += c.PairBeatsOut
+		coal.PairAcksIn += c.PairAcksIn
+		coal.PairResets += c.PairResets
+		coal.PairFailed += c.PairFailed
+		coal.PairBeatsIn += c.PairBeatsIn
+		coal.PairBound += c.PairBound
+		coal.PairRefused += c.PairRefused
+		coal.PairUnbound += c.PairUnbound
 		for r, v := range c.Dropped {
 			coal.Dropped[r] += v
 		}
@@ -517,7 +580,11 @@ func coalescerDelta(a, b leader.CoalescerStats) leader.CoalescerStats {
 		FramesOut: b.FramesOut - a.FramesOut, EntriesOut: b.EntriesOut - a.EntriesOut, Flushes: b.Flushes - a.Flushes,
 		FailedFrames: b.FailedFrames - a.FailedFrames, FramesIn: b.FramesIn - a.FramesIn, EntriesIn: b.EntriesIn - a.EntriesIn,
 		Deliveries: b.Deliveries - a.Deliveries, Held: b.Held - a.Held, Answered: b.Answered - a.Answered,
-		Mismatched: b.Mismatched - a.Mismatched, Dropped: map[string]uint64{}}
+		Mismatched: b.Mismatched - a.Mismatched, Dropped: map[string]uint64{},
+		Paired: b.Paired - a.Paired, Unpaired: b.Unpaired - a.Unpaired, PairBeatsOut: b.PairBeatsOut - a.PairBeatsOut,
+		PairAcksIn: b.PairAcksIn - a.PairAcksIn, PairResets: b.PairResets - a.PairResets, PairFailed: b.PairFailed - a.PairFailed,
+		PairBeatsIn: b.PairBeatsIn - a.PairBeatsIn, PairBound: b.PairBound - a.PairBound,
+		PairRefused: b.PairRefused - a.PairRefused, PairUnbound: b.PairUnbound - a.PairUnbound}
 	for r, v := range b.Dropped {
 		if v > a.Dropped[r] {
 			d.Dropped[r] = v - a.Dropped[r]

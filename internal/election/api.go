@@ -218,6 +218,11 @@ func (c *Core) ElectionDue() (time.Time, bool) {
 	return c.clock.time(c.electionStart).Add(c.electionWait), true
 }
 
+// Campaigning reports whether this member runs an election round, a
+// pre-vote or a vote, that has not ended: a shell that bounds the rounds
+// running at once frees this member's place when it turns false.
+func (c *Core) Campaigning() bool { return c.camp != nil }
+
 // HasReady reports whether Ready has anything to do.
 func (c *Core) HasReady() bool { return c.hasReady() }
 

@@ -1,0 +1,251 @@
+package leader
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/regent-go/regent/internal/election"
+)
+
+// The campaign gate bounds the election rounds the members of one process
+// run at once. An election round (a pre-vote or a vote) costs every member
+// it asks a message each way; when thousands of clusters campaign together
+// (a cold start, or a CPU stall long enough that their followers all time
+// out) the rounds' messages queue behind each other for longer than an
+// election timeout, every round times out before its answers arrive, and
+// each retry adds more: a campaign storm that never ends by itself (in
+// `regent bench scale`, 2,500 clusters on 2 cores stayed leaderless at
+// 4,000 campaigns a second). The gate turns that overload into a queue:
+//
+//  1. An election timer that fires while the process already has its
+//     capacity of members campaigning does not wake its member: the member
+//     waits in the gate's queue, oldest first, and campaigns when a round
+//     ends. So the rounds running at once never exceed the capacity, and
+//     each finishes in the time a round takes, not in the time the storm
+//     takes.
+//  2. A member holds its place from the firing that let it campaign until
+//     its core runs no round (Core.Campaigning) after an input: it won, it
+//     lost, or it heard of a leader. A member whose round times out while
+//     others wait gives its place to the oldest of them and queues again,
+//     so a cluster that cannot win (too few members alive) never starves
+//     the others: each member waits at most (queue ahead / capacity)
+//     election timeouts.
+//  3. A member waiting in the queue whose leader is heard from meanwhile
+//     (its election deadline moved later) does not campaign when its turn
+//     comes: its timer is rescheduled for the new deadline and its place
+//     passes on.
+//
+// Only when rounds start changes: the gate delays an election timer's
+// firing, which no rule of the election depends on for safety (a timer
+// may always fire late), and a cluster below the capacity never waits.
+// Directed campaigns (a handover's TimeoutNow, a re-formed view) bypass
+// it: each has one candidate by design.
+
+// campaignsPerCore sizes the gate: rounds running at once per CPU the Go
+// runtime may use. At about 0.3 ms of CPU per round (4 peers asked), 32
+// rounds per core keep a saturated process's round well under the default
+// ElectionTimeoutMin of 150 ms.
+const campaignsPerCore = 32
+
+// campaigns is the process's campaign gate: CPU is what the rounds of all
+// the process's nodes share.
+var campaigns = newCampaignGate(campaignsPerCore * runtime.GOMAXPROCS(0))
+
+// gateState is where a member stands at the gate.
+type gateState int32
+
+const (
+	gateIdle    gateState = iota // not campaigning through the gate
+	gateQueued                   // its election timer fired; waiting for a place
+	gateHolding                  // holds a place: its round runs
+)
+
+// gateEntry is a member waiting at the gate: its election timer and owner.
+type gateEntry struct {
+	timer *shellTimer
+	owner *timerOwner
+}
+
+// campaignGate is the gate (see above).
+type campaignGate struct {
+	capacity int
+
+	// mu guards holding, queue and every owner's gate field. It is taken
+	// after a shellTimer's mu (admit, from the timer's callback), never
+	// before: a place passed on is delivered after it is released.
+	mu      sync.Mutex
+	holding int
+	queue   []gateEntry // may hold entries whose owner left or was granted since: skipped
+
+	admitted, deferred, passed, stale atomic.Uint64
+	waitNanos, maxQueue               atomic.Int64
+}
+
+func newCampaignGate(capacity int) *campaignGate {
+	return &campaignGate{capacity: max(capacity, 1)}
+}
+
+// CampaignGateStats are the campaign gate's counters, for the whole process.
+type CampaignGateStats struct {
+	// Capacity is how many members may campaign at once; Holding how many
+	// do now and Queued how many wait.
+	Capacity, Holding, Queued int
+	// Admitted counts election timer firings let through, Deferred those
+	// that had to wait, Passed the places given on by a member whose round
+	// timed out while others waited, and Stale the waits that ended without
+	// a campaign (the member's deadline moved, or it stopped).
+	Admitted, Deferred, Passed, Stale uint64
+	// Wait is the total time members waited; MaxQueue the longest queue seen.
+	Wait     time.Duration
+	MaxQueue int
+}
+
+// Events returns the gate's figures by name, as the inspection key
+// coalescer:campaign_gate names them; the metric
+// regent_campaign_gate_events_total has the four counts among them.
+func (s CampaignGateStats) Events() map[string]uint64 {
+	return map[string]uint64{"admitted": s.Admitted, "deferred": s.Deferred, "passed": s.Passed, "stale": s.Stale,
+		"capacity": uint64(s.Capacity), "holding": uint64(s.Holding), "queued": uint64(s.Queued),
+		"max_queue": uint64(s.MaxQueue), "wait_ms": uint64(s.Wait / time.Millisecond)}
+}
+
+// ReadCampaignGate returns the counters of the process's campaign gate.
+func ReadCampaignGate() CampaignGateStats { return campaigns.Stats() }
+
+// Stats returns the gate's counters.
+func (g *campaignGate) Stats() CampaignGateStats {
+	g.mu.Lock()
+	holding, queued := g.holding, 0
+	for _, e := range g.queue {
+		if gateState(e.owner.gate.Load()) == gateQueued {
+			queued++
+		}
+	}
+	g.mu.Unlock()
+	return CampaignGateStats{Capacity: g.capacity, Holding: holding, Queued: queued,
+		Admitted: g.admitted.Load(), Deferred: g.deferred.Load(), Passed: g.passed.Load(), Stale: g.stale.Load(),
+		Wait: time.Duration(g.waitNanos.Load()), MaxQueue: int(g.maxQueue.Load())}
+}
+
+// admit is asked by o's election timer t when it fires, with t's mu held:
+// it reports whether the firing may wake the member now (rule 1). When it
+// returns an entry, a place was passed on to it (rule 2), which the caller
+// delivers with wake once t's mu is released.
+func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (bool, *gateEntry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch gateState(o.gate.Load()) {
+	case gateQueued:
+		return false, nil // still waiting: its place in the queue stands
+	case gateHolding:
+		next := g.nextLocked(now)
+		if next == nil {
+			return true, nil // nobody waits: its next round goes on
+		}
+		g.passed.Add(1)
+		o.gate.Store(int32(gateQueued))
+		o.gateSince = now
+		g.queue = append(g.queue, gateEntry{t, o})
+		return false, next
+	}
+	if g.holding < g.capacity {
+		g.holding++
+		o.gate.Store(int32(gateHolding))
+		g.admitted.Add(1)
+		return true, nil
+	}
+	o.gate.Store(int32(gateQueued))
+	o.gateSince = now
+	g.queue = append(g.queue, gateEntry{t, o})
+	g.deferred.Add(1)
+	if n := int64(len(g.queue)); n > g.maxQueue.Load() {
+		g.maxQueue.Store(n)
+	}
+	return false, nil
+}
+
+// nextLocked takes the oldest waiting member off the queue and gives it
+// the place being freed; nil when nobody waits. Called with mu held.
+func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
+	for len(g.queue) > 0 {
+		e := g.queue[0]
+		g.queue[0] = gateEntry{}
+		g.queue = g.queue[1:]
+		if gateState(e.owner.gate.Load()) != gateQueued {
+			continue // left, or queued again further back
+		}
+		e.owner.gate.Store(int32(gateHolding))
+		g.waitNanos.Add(int64(now - e.owner.gateSince))
+		if len(g.queue) == 0 {
+			g.queue = nil // let the backing array go
+		}
+		return &e
+	}
+	return nil
+}
+
+// release frees o's place when it holds one (its round ended, or it left)
+// and passes it to the oldest waiting member.
+func (g *campaignGate) release(o *timerOwner) {
+	now := sinceEpoch(time.Now())
+	g.mu.Lock()
+	var next *gateEntry
+	switch gateState(o.gate.Load()) {
+	case gateHolding:
+		o.gate.Store(int32(gateIdle))
+		if next = g.nextLocked(now); next == nil {
+			g.holding--
+		}
+	case gateQueued:
+		o.gate.Store(int32(gateIdle)) // its entry is skipped
+	}
+	g.mu.Unlock()
+	g.wake(next)
+}
+
+// wake delivers a place to e: its member's election timer fires now, when
+// it is still due (rule 3); otherwise the place passes on and a timer whose
+// deadline moved is rescheduled for it.
+func (g *campaignGate) wake(e *gateEntry) {
+	for e != nil {
+		t, o := e.timer, e.owner
+		t.mu.Lock()
+		now := sinceEpoch(time.Now())
+		due := t.runAt == 0 && t.due != 0 && now >= t.due
+		if !due && t.runAt == 0 && t.due != 0 {
+			t.schedule(now, o, election.TimerElection)
+		}
+		t.mu.Unlock()
+		if due {
+			// Sent as the actor itself, as every firing is (timers.go).
+			_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+			return
+		}
+		g.stale.Add(1)
+		g.mu.Lock()
+		e = nil
+		if gateState(o.gate.Load()) == gateHolding {
+			o.gate.Store(int32(gateIdle))
+			if e = g.nextLocked(now); e == nil {
+				g.holding--
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// holds reports whether o holds a place. Read without the lock by o's
+// actor after each input: a place is granted to it only by others, and
+// then delivered with a firing it has yet to take, so a stale false is
+// corrected by that firing's input.
+func (o *timerOwner) holds() bool { return gateState(o.gate.Load()) == gateHolding }
+
+// settleCampaign frees the actor's place at the gate once its core runs no
+// round (rule 2).
+func (a *Actor) settleCampaign() {
+	if o := a.timerOwner; o != nil && o.campaigns != nil && o.holds() && !a.core.Campaigning() {
+		o.campaigns.release(o)
+	}
+}

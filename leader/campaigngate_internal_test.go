@@ -1,0 +1,270 @@
+package leader
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
+)
+
+// gated is one member at a test's campaign gate: its election timer, its
+// owner and what its timer sent it.
+type gated struct {
+	f     *firings
+	owner *timerOwner
+	timer *shellTimer
+}
+
+func newGated(g *campaignGate, n int) []*gated {
+	out := make([]*gated, n)
+	for i := range out {
+		f := &firings{}
+		out[i] = &gated{f: f, timer: &shellTimer{},
+			owner: &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: uint64(i + 1), Creation: 1}, inbox: &inbox{}, campaigns: g}}
+	}
+	return out
+}
+
+// fireDue makes m's election timer due now and runs its callback, as the Go
+// timer would.
+func (m *gated) fireDue() {
+	m.timer.mu.Lock()
+	now := sinceEpoch(time.Now())
+	m.timer.due, m.timer.runAt = now, now
+	m.timer.mu.Unlock()
+	m.timer.fire(m.owner, election.TimerElection)
+}
+
+// moveDeadline moves m's election deadline an hour ahead lazily, as
+// Actor.extendElection does when its leader is heard from.
+func (m *gated) moveDeadline() {
+	m.timer.mu.Lock()
+	m.timer.due = sinceEpoch(time.Now()) + time.Hour
+	m.timer.mu.Unlock()
+}
+
+func (m *gated) stop() {
+	m.timer.mu.Lock()
+	m.timer.due = 0
+	m.timer.stop(m.owner)
+	m.timer.mu.Unlock()
+}
+
+func firedCounts(ms []*gated) []int {
+	out := make([]int, len(ms))
+	for i, m := range ms {
+		out[i] = m.f.count()
+	}
+	return out
+}
+
+// Campaign gate, rule 1: election timers that fire while the process has
+// its capacity of members campaigning wait, oldest first, and each place
+// freed wakes the oldest waiting member.
+func TestCampaignGateRule1CapacityCampaignsAndTheRestWaitInOrder(t *testing.T) {
+	g := newCampaignGate(2)
+	ms := newGated(g, 4)
+	for _, m := range ms {
+		m.fireDue()
+	}
+	assert.Equal(t, []int{1, 1, 0, 0}, firedCounts(ms), "two places: the first two members campaign, the others wait")
+	st := g.Stats()
+	assert.Equal(t, 2, st.Holding)
+	assert.Equal(t, 2, st.Queued)
+	assert.Equal(t, uint64(2), st.Admitted)
+	assert.Equal(t, uint64(2), st.Deferred)
+
+	ms[3].fireDue() // a waiting member's timer firing again keeps its place
+	assert.Equal(t, []int{1, 1, 0, 0}, firedCounts(ms))
+
+	g.release(ms[1].owner)
+	assert.Equal(t, []int{1, 1, 1, 0}, firedCounts(ms), "the freed place goes to the oldest waiting member")
+	g.release(ms[0].owner)
+	assert.Equal(t, []int{1, 1, 1, 1}, firedCounts(ms))
+	g.release(ms[2].owner)
+	g.release(ms[3].owner)
+	st = g.Stats()
+	assert.Zero(t, st.Holding, "every place is free once every round ended")
+	assert.Zero(t, st.Queued)
+	assert.Positive(t, st.Wait)
+	assert.Equal(t, 2, st.MaxQueue)
+}
+
+// Campaign gate, rule 2: a member whose round times out while others wait
+// gives its place to the oldest of them and waits again; with nobody
+// waiting, its next round goes on at once.
+func TestCampaignGateRule2ATimedOutRoundGivesItsPlaceToTheOldestWaiting(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 2)
+	ms[0].fireDue()
+	ms[0].fireDue()
+	assert.Equal(t, []int{2, 0}, firedCounts(ms), "nobody waits: a holder's next round goes on")
+
+	ms[1].fireDue()
+	assert.Equal(t, []int{2, 0}, firedCounts(ms))
+	ms[0].fireDue() // its round timed out while the other waits
+	assert.Equal(t, []int{2, 1}, firedCounts(ms), "the place passes to the waiting member")
+	assert.Equal(t, uint64(1), g.Stats().Passed)
+	assert.Equal(t, 1, g.Stats().Queued, "the member that gave its place waits again")
+
+	ms[1].fireDue() // and the new holder's round times out too: the place comes back
+	assert.Equal(t, []int{3, 1}, firedCounts(ms))
+	g.release(ms[0].owner)
+	g.release(ms[1].owner)
+	assert.Zero(t, g.Stats().Holding)
+}
+
+// Campaign gate, rule 3: a waiting member whose election deadline moved
+// later meanwhile (its leader was heard from) does not campaign when its
+// turn comes: its timer is rescheduled for the new deadline and the place
+// passes on, or frees when nobody else waits. One that stopped is skipped.
+func TestCampaignGateRule3AWaiterWhoseDeadlineMovedPassesItsTurnOn(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 4)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	for _, m := range ms {
+		m.fireDue()
+	}
+	assert.Equal(t, []int{1, 0, 0, 0}, firedCounts(ms))
+
+	ms[1].moveDeadline()
+	g.release(ms[2].owner) // stopped while waiting (Actor.stopTimers)
+	g.release(ms[0].owner)
+	assert.Equal(t, []int{1, 0, 0, 1}, firedCounts(ms), "the moved and the stopped waiters are passed over")
+	ms[1].timer.mu.Lock()
+	runAt := ms[1].timer.runAt
+	ms[1].timer.mu.Unlock()
+	assert.NotZero(t, runAt, "the moved waiter's timer runs again for its new deadline")
+	assert.Equal(t, uint64(1), g.Stats().Stale)
+
+	ms[0].moveDeadline() // not waiting: nothing to pass over
+	g.release(ms[3].owner)
+	assert.Zero(t, g.Stats().Holding, "a place nobody waits for is free")
+}
+
+// The gate's invariants under any interleaving of firings, moved deadlines,
+// ended rounds and stopped members: never more places held than its
+// capacity, the held count is the members holding, every member waiting
+// is in the queue, and once every round ends, every member still due has
+// had its firing (none is forgotten in the queue).
+func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		capacity := rapid.IntRange(1, 3).Draw(rt, "capacity")
+		g := newCampaignGate(capacity)
+		ms := newGated(g, rapid.IntRange(1, 6).Draw(rt, "members"))
+		defer func() {
+			for _, m := range ms {
+				m.stop()
+			}
+		}()
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for range steps {
+			m := ms[rapid.IntRange(0, len(ms)-1).Draw(rt, "member")]
+			switch rapid.IntRange(0, 3).Draw(rt, "op") {
+			case 0:
+				m.fireDue()
+			case 1:
+				m.moveDeadline()
+			case 2, 3:
+				g.release(m.owner) // its round ended, or it stopped
+			}
+			checkGate(rt, g, ms)
+		}
+		// Every round ends: the members holding release until none does;
+		// every waiter still due gets its place in turn.
+		for range 4 * len(ms) {
+			for _, m := range ms {
+				if m.owner.holds() {
+					g.release(m.owner)
+				}
+			}
+			checkGate(rt, g, ms)
+		}
+		if st := g.Stats(); st.Holding != 0 || st.Queued != 0 {
+			rt.Fatalf("rounds all ended, yet %d places held and %d members wait", st.Holding, st.Queued)
+		}
+	})
+}
+
+func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	holding, inQueue := 0, map[*timerOwner]bool{}
+	for _, e := range g.queue {
+		inQueue[e.owner] = true
+	}
+	for i, m := range ms {
+		switch gateState(m.owner.gate.Load()) {
+		case gateHolding:
+			holding++
+		case gateQueued:
+			if !inQueue[m.owner] {
+				rt.Fatalf("member %d waits but is not in the queue", i)
+			}
+		}
+	}
+	if holding != g.holding || g.holding > g.capacity {
+		rt.Fatalf("%d members hold places, the gate counts %d, capacity %d", holding, g.holding, g.capacity)
+	}
+}
+
+// Members of real clusters campaign through a gate of one place. While
+// another holds it, no member of any cluster campaigns: their timers wait
+// at the gate, without waking them. Once it is free, every cluster still
+// elects a leader, one round at a time, and no place stays held.
+func TestCampaignGateOfOnePlaceStillElectsEveryCluster(t *testing.T) {
+	saved := campaigns
+	campaigns = newCampaignGate(1)
+	t.Cleanup(func() { campaigns = saved })
+	blocker := newGated(campaigns, 1)[0]
+	blocker.fireDue()
+	require.True(t, blocker.owner.holds())
+
+	nodes := startTestNodes(t, "cg", 3)
+	log := &stepLog{steps: map[gen.PID][]observed{}}
+	const clusters = 4
+	var members [][]gen.PID
+	for k := range clusters {
+		name := gen.Atom(fmt.Sprintf("gated%d", k))
+		pids := make([]gen.PID, len(nodes))
+		for i, nd := range nodes {
+			o := Options{ClusterID: string(name)}
+			for j, other := range nodes {
+				if j != i {
+					o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: other.Name()})
+				}
+			}
+			var err error
+			pids[i], err = nd.SpawnRegister(name, func() gen.ProcessBehavior { return &probe{opts: o, log: log} }, gen.ProcessOptions{})
+			require.NoError(t, err)
+		}
+		members = append(members, pids)
+	}
+	require.Eventually(t, func() bool { return campaigns.Stats().Queued == clusters*len(nodes) }, 30*time.Second, 10*time.Millisecond,
+		"every member's election timer waits at the gate")
+	for _, pids := range members {
+		for i, nd := range nodes {
+			in, err := ReadInspection(nd, pids[i], "ergo:state")
+			require.NoError(t, err)
+			assert.NotEqual(t, RoleLeader, in.Role, "nobody campaigned while the place was held")
+		}
+	}
+
+	campaigns.release(blocker.owner)
+	for _, pids := range members {
+		waitLeader(t, nodes, pids)
+	}
+	assert.GreaterOrEqual(t, campaigns.Stats().Deferred, uint64(clusters*len(nodes)))
+	require.Eventually(t, func() bool { return campaigns.Stats().Holding == 0 }, 10*time.Second, 10*time.Millisecond,
+		"no place stays held once every cluster leads")
+}
