@@ -19,13 +19,14 @@ type gated struct {
 	f     *firings
 	owner *timerOwner
 	timer *shellTimer
+	probe *shellTimer
 }
 
 func newGated(g *campaignGate, n int) []*gated {
 	out := make([]*gated, n)
 	for i := range out {
 		f := &firings{}
-		out[i] = &gated{f: f, timer: &shellTimer{},
+		out[i] = &gated{f: f, timer: &shellTimer{}, probe: &shellTimer{},
 			owner: &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: uint64(i + 1), Creation: 1}, inbox: &inbox{}, campaigns: g}}
 	}
 	return out
@@ -49,11 +50,33 @@ func (m *gated) moveDeadline() {
 	m.timer.mu.Unlock()
 }
 
+// fireProbe makes m's probe timer due now and runs its callback.
+func (m *gated) fireProbe() {
+	m.probe.mu.Lock()
+	now := sinceEpoch(time.Now())
+	m.probe.due, m.probe.runAt = now, now
+	m.probe.mu.Unlock()
+	m.probe.fire(m.owner, election.TimerProbe)
+}
+
+// sentKinds lists the timer kinds m's firings named, in order.
+func (m *gated) sentKinds() []election.TimerKind {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	var out []election.TimerKind
+	for _, s := range m.f.sent {
+		out = append(out, s.(timerFired).kind)
+	}
+	return out
+}
+
 func (m *gated) stop() {
-	m.timer.mu.Lock()
-	m.timer.due = 0
-	m.timer.stop(m.owner)
-	m.timer.mu.Unlock()
+	for _, t := range []*shellTimer{m.timer, m.probe} {
+		t.mu.Lock()
+		t.due = 0
+		t.stop(m.owner)
+		t.mu.Unlock()
+	}
 }
 
 func firedCounts(ms []*gated) []int {
@@ -152,6 +175,40 @@ func TestCampaignGateRule3AWaiterWhoseDeadlineMovedPassesItsTurnOn(t *testing.T)
 	assert.Zero(t, g.Stats().Holding, "a place nobody waits for is free")
 }
 
+// Campaign gate, rule 4: a waiting member does not probe its peers; its
+// probe timer's firing waits with it and comes with its turn, once however
+// often it fired. A member not waiting probes as ever, and a waiting
+// member that stops takes its held probe with it.
+func TestCampaignGateRule4AWaitingMemberProbesWithItsTurn(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 3)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	ms[0].fireDue()
+	ms[0].fireProbe()
+	assert.Equal(t, []election.TimerKind{election.TimerElection, election.TimerProbe}, ms[0].sentKinds(),
+		"the member holding the place probes as ever")
+
+	ms[1].fireDue()
+	ms[2].fireDue()
+	ms[1].fireProbe()
+	ms[1].fireProbe()
+	ms[2].fireProbe()
+	assert.Empty(t, ms[1].sentKinds(), "a waiting member's probe does not wake it")
+	assert.Equal(t, uint64(2), g.Stats().ProbesHeld)
+
+	g.release(ms[2].owner) // stops while waiting
+	g.release(ms[0].owner)
+	assert.ElementsMatch(t, []election.TimerKind{election.TimerProbe, election.TimerElection}, ms[1].sentKinds(),
+		"its turn brings its election firing and one probe firing")
+	assert.Empty(t, ms[2].sentKinds(), "a member that stopped is sent nothing")
+	g.release(ms[1].owner)
+	assert.Zero(t, g.Stats().Holding)
+}
+
 // The gate's invariants under any interleaving of firings, moved deadlines,
 // ended rounds and stopped members: never more places held than its
 // capacity, the held count is the members holding, every member waiting
@@ -170,9 +227,11 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for range steps {
 			m := ms[rapid.IntRange(0, len(ms)-1).Draw(rt, "member")]
-			switch rapid.IntRange(0, 3).Draw(rt, "op") {
+			switch rapid.IntRange(0, 4).Draw(rt, "op") {
 			case 0:
 				m.fireDue()
+			case 4:
+				m.fireProbe()
 			case 1:
 				m.moveDeadline()
 			case 2, 3:
@@ -211,6 +270,10 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 			if !inQueue[m.owner] {
 				rt.Fatalf("member %d waits but is not in the queue", i)
 			}
+			continue
+		}
+		if m.owner.probeHeld {
+			rt.Fatalf("member %d does not wait, yet a probe is held for it", i)
 		}
 	}
 	if holding != g.holding || g.holding > g.capacity {

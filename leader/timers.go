@@ -57,7 +57,8 @@ import (
 //  8. An election timer that comes due passes the process's campaign gate
 //     (campaigngate.go) before it wakes the actor: while the process has as
 //     many members campaigning as the gate has places, it waits there
-//     instead, without waking the actor, and fires when a place frees.
+//     instead, without waking the actor, and fires when a place frees. Its
+//     probe timer's firings wait with it.
 
 // timerKinds is the number of election timer kinds (election.TimerKind
 // values run from 0 to TimerStorage).
@@ -129,10 +130,12 @@ type timerOwner struct {
 	armed atomic.Uint64
 	// campaigns is the campaign gate its election timer passes
 	// (campaigngate.go); gate is where it stands there, a gateState written
-	// under the gate's mu, and gateSince when it began to wait.
+	// under the gate's mu; gateSince, when it began to wait, and probeHeld,
+	// whether a probe firing waits with it, are guarded by the gate's mu.
 	campaigns *campaignGate
 	gate      atomic.Int32
 	gateSince time.Duration
+	probeHeld bool
 }
 
 // shellTimer is the shell's side of one election timer kind. Its Go
@@ -415,6 +418,12 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 				o.campaigns.wake(next)
 				return
 			}
+		}
+	case election.TimerProbe:
+		// A member waiting at the campaign gate probes with its turn (rule 8).
+		if o.campaigns != nil && o.campaigns.holdProbe(o) {
+			t.mu.Unlock()
+			return
 		}
 	case election.TimerHeartbeat:
 		// A steady leader's tick is sent for it (rule 7).

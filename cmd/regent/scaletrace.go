@@ -98,6 +98,7 @@ func (t *scaleTrace) line(start time.Time, a, b traceSample) string {
 	moved["gate_deferred"] = b.gate.Deferred - a.gate.Deferred
 	moved["gate_passed"] = b.gate.Passed - a.gate.Passed
 	moved["gate_stale"] = b.gate.Stale - a.gate.Stale
+	moved["gate_probes_held"] = b.gate.ProbesHeld - a.gate.ProbesHeld
 	pa, pb := a.coal.PairEvents(), b.coal.PairEvents()
 	for k, v := range pb {
 		moved["pair_"+k] = v - pa[k]
