@@ -296,6 +296,9 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		if m.From.Node != a.PID().Node {
 			return a.userMessage(m)
 		}
+		if msg.kind == election.TimerElection && a.timerOwner.campaigns != nil {
+			a.timerOwner.campaigns.took(a.timerOwner)
+		}
 		t, due := a.onTimerFired(now, msg)
 		if !due {
 			return nil

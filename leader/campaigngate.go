@@ -25,8 +25,10 @@ import (
 //     ends. So the rounds running at once never exceed the capacity, and
 //     each finishes in the time a round takes, not in the time the storm
 //     takes.
-//  2. A member holds its place from the firing that let it campaign until
-//     its core runs no round (Core.Campaigning) after an input: it won, it
+//  2. A member holds its place from the firing that let it campaign (from
+//     when its actor takes that firing: inputs it takes before do not
+//     count) until its core runs no round (Core.Campaigning) after an
+//     input: it won, it
 //     lost, or it heard of a leader. A member whose round times out while
 //     others wait gives its place to the oldest of them and queues again,
 //     so a cluster that cannot win (too few members alive) never starves
@@ -66,7 +68,8 @@ type gateState int32
 const (
 	gateIdle    gateState = iota // not campaigning through the gate
 	gateQueued                   // its election timer fired; waiting for a place
-	gateHolding                  // holds a place: its round runs
+	gateGranted                  // given a place with a firing its actor has yet to take
+	gateHolding                  // holds a place: its actor took the firing, its round runs
 )
 
 // gateEntry is a member waiting at the gate: its election timer and owner;
@@ -150,9 +153,10 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 	switch gateState(o.gate.Load()) {
 	case gateQueued:
 		return false, nil // still waiting: its place in the queue stands
-	case gateHolding:
+	case gateHolding, gateGranted:
 		next := g.nextLocked(now)
 		if next == nil {
+			o.gate.Store(int32(gateGranted))
 			return true, nil // nobody waits: its next round goes on
 		}
 		g.passed.Add(1)
@@ -163,7 +167,7 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 	}
 	if g.holding < g.capacity {
 		g.holding++
-		o.gate.Store(int32(gateHolding))
+		o.gate.Store(int32(gateGranted))
 		g.admitted.Add(1)
 		return true, nil
 	}
@@ -187,7 +191,7 @@ func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
 		if gateState(e.owner.gate.Load()) != gateQueued {
 			continue // left, or queued again further back
 		}
-		e.owner.gate.Store(int32(gateHolding))
+		e.owner.gate.Store(int32(gateGranted))
 		e.probe, e.owner.probeHeld = e.owner.probeHeld, false
 		g.waitNanos.Add(int64(now - e.owner.gateSince))
 		if len(g.queue) == 0 {
@@ -205,7 +209,7 @@ func (g *campaignGate) release(o *timerOwner) {
 	g.mu.Lock()
 	var next *gateEntry
 	switch gateState(o.gate.Load()) {
-	case gateHolding:
+	case gateHolding, gateGranted:
 		o.gate.Store(int32(gateIdle))
 		if next = g.nextLocked(now); next == nil {
 			g.holding--
@@ -243,9 +247,6 @@ func (g *campaignGate) holdProbe(o *timerOwner) bool {
 func (g *campaignGate) wake(e *gateEntry) {
 	for e != nil {
 		t, o := e.timer, e.owner
-		if e.probe {
-			_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
-		}
 		t.mu.Lock()
 		now := sinceEpoch(time.Now())
 		due := t.runAt == 0 && t.due != 0 && now >= t.due
@@ -253,15 +254,20 @@ func (g *campaignGate) wake(e *gateEntry) {
 			t.schedule(now, o, election.TimerElection)
 		}
 		t.mu.Unlock()
+		// Sent as the actor itself, as every firing is (timers.go).
 		if due {
-			// Sent as the actor itself, as every firing is (timers.go).
 			_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+		}
+		if e.probe {
+			_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
+		}
+		if due {
 			return
 		}
 		g.stale.Add(1)
 		g.mu.Lock()
 		e = nil
-		if gateState(o.gate.Load()) == gateHolding {
+		if gateState(o.gate.Load()) == gateGranted {
 			o.gate.Store(int32(gateIdle))
 			if e = g.nextLocked(now); e == nil {
 				g.holding--
@@ -271,11 +277,25 @@ func (g *campaignGate) wake(e *gateEntry) {
 	}
 }
 
-// holds reports whether o holds a place. Read without the lock by o's
-// actor after each input: a place is granted to it only by others, and
-// then delivered with a firing it has yet to take, so a stale false is
-// corrected by that firing's input.
+// holds reports whether o holds a place and its actor took the firing that
+// came with it. Read without the lock by o's actor after each input: only
+// the actor itself moves a place from granted to held (took).
 func (o *timerOwner) holds() bool { return gateState(o.gate.Load()) == gateHolding }
+
+// took records that o's actor takes an election timer firing: a place
+// granted with it is now held, and is settled after this input. Until
+// then, inputs the actor takes before the firing do not free the place:
+// its round has not begun.
+func (g *campaignGate) took(o *timerOwner) {
+	if gateState(o.gate.Load()) != gateGranted {
+		return
+	}
+	g.mu.Lock()
+	if gateState(o.gate.Load()) == gateGranted {
+		o.gate.Store(int32(gateHolding))
+	}
+	g.mu.Unlock()
+}
 
 // settleCampaign frees the actor's place at the gate once its core runs no
 // round (rule 2).

@@ -79,6 +79,12 @@ func (m *gated) stop() {
 	}
 }
 
+// placed reports whether o has a place, taken by its actor or not.
+func placed(o *timerOwner) bool {
+	st := gateState(o.gate.Load())
+	return st == gateGranted || st == gateHolding
+}
+
 func firedCounts(ms []*gated) []int {
 	out := make([]int, len(ms))
 	for i, m := range ms {
@@ -110,6 +116,9 @@ func TestCampaignGateRule1CapacityCampaignsAndTheRestWaitInOrder(t *testing.T) {
 	assert.Equal(t, []int{1, 1, 1, 0}, firedCounts(ms), "the freed place goes to the oldest waiting member")
 	g.release(ms[0].owner)
 	assert.Equal(t, []int{1, 1, 1, 1}, firedCounts(ms))
+	assert.False(t, ms[3].owner.holds(), "a place is not held before its actor takes the firing that came with it")
+	g.took(ms[3].owner)
+	assert.True(t, ms[3].owner.holds(), "the actor took its firing: the place is settled after that input")
 	g.release(ms[2].owner)
 	g.release(ms[3].owner)
 	st = g.Stats()
@@ -227,11 +236,13 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for range steps {
 			m := ms[rapid.IntRange(0, len(ms)-1).Draw(rt, "member")]
-			switch rapid.IntRange(0, 4).Draw(rt, "op") {
+			switch rapid.IntRange(0, 5).Draw(rt, "op") {
 			case 0:
 				m.fireDue()
 			case 4:
 				m.fireProbe()
+			case 5:
+				g.took(m.owner)
 			case 1:
 				m.moveDeadline()
 			case 2, 3:
@@ -243,7 +254,8 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 		// every waiter still due gets its place in turn.
 		for range 4 * len(ms) {
 			for _, m := range ms {
-				if m.owner.holds() {
+				if placed(m.owner) {
+					g.took(m.owner) // its actor takes the firing, its round ends
 					g.release(m.owner)
 				}
 			}
@@ -264,7 +276,7 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 	}
 	for i, m := range ms {
 		switch gateState(m.owner.gate.Load()) {
-		case gateHolding:
+		case gateHolding, gateGranted:
 			holding++
 		case gateQueued:
 			if !inQueue[m.owner] {
@@ -291,7 +303,7 @@ func TestCampaignGateOfOnePlaceStillElectsEveryCluster(t *testing.T) {
 	t.Cleanup(func() { campaigns = saved })
 	blocker := newGated(campaigns, 1)[0]
 	blocker.fireDue()
-	require.True(t, blocker.owner.holds())
+	require.True(t, placed(blocker.owner))
 
 	nodes := startTestNodes(t, "cg", 3)
 	log := &stepLog{steps: map[gen.PID][]observed{}}
