@@ -186,23 +186,47 @@ func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
 	return nil
 }
 
-// release frees o's place when it holds one (its round ended, or it left)
-// and passes it to the oldest waiting member.
+// release takes o away from the gate, it stops: its place, when it holds
+// one, passes to the oldest waiting member; its entry, when it waits, is
+// skipped.
 func (g *campaignGate) release(o *timerOwner) {
 	now := sinceEpoch(time.Now())
 	g.mu.Lock()
 	var next *gateEntry
 	switch gateState(o.gate.Load()) {
 	case gateHolding:
-		o.gate.Store(int32(gateIdle))
-		if next = g.nextLocked(now); next == nil {
-			g.holding--
-		}
+		next = g.freeLocked(o, now)
 	case gateQueued:
 		o.gate.Store(int32(gateIdle)) // its entry is skipped
 	}
 	g.mu.Unlock()
 	g.wake(next)
+}
+
+// endRound frees o's place when it still holds one: its round ended. Its
+// actor read holds() without the lock, and o's timer may have fired since
+// and queued it again (rule 2): then it keeps its turn, which its fired
+// timer waits for, or the timer would be scheduled nowhere.
+func (g *campaignGate) endRound(o *timerOwner) {
+	now := sinceEpoch(time.Now())
+	g.mu.Lock()
+	var next *gateEntry
+	if gateState(o.gate.Load()) == gateHolding {
+		next = g.freeLocked(o, now)
+	}
+	g.mu.Unlock()
+	g.wake(next)
+}
+
+// freeLocked frees the place o holds and returns the waiting member it
+// passes to, nil when it is free. Called with mu held.
+func (g *campaignGate) freeLocked(o *timerOwner, now time.Duration) *gateEntry {
+	o.gate.Store(int32(gateIdle))
+	next := g.nextLocked(now)
+	if next == nil {
+		g.holding--
+	}
+	return next
 }
 
 // wake delivers a place to e: its member's election timer fires now, when
@@ -227,10 +251,7 @@ func (g *campaignGate) wake(e *gateEntry) {
 		g.mu.Lock()
 		e = nil
 		if gateState(o.gate.Load()) == gateHolding {
-			o.gate.Store(int32(gateIdle))
-			if e = g.nextLocked(now); e == nil {
-				g.holding--
-			}
+			e = g.freeLocked(o, now)
 		}
 		g.mu.Unlock()
 	}
@@ -246,6 +267,6 @@ func (o *timerOwner) holds() bool { return gateState(o.gate.Load()) == gateHoldi
 // round (rule 2).
 func (a *Actor) settleCampaign() {
 	if o := a.timerOwner; o != nil && o.campaigns != nil && o.holds() && !a.core.Campaigning() {
-		o.campaigns.release(o)
+		o.campaigns.endRound(o)
 	}
 }

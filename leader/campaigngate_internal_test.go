@@ -175,8 +175,10 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 				m.fireDue()
 			case 1:
 				m.moveDeadline()
-			case 2, 3:
-				g.release(m.owner) // its round ended, or it stopped
+			case 2:
+				g.endRound(m.owner) // its round ended
+			case 3:
+				g.release(m.owner) // it stopped
 			}
 			checkGate(rt, g, ms)
 		}
@@ -185,7 +187,7 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 		for range 4 * len(ms) {
 			for _, m := range ms {
 				if m.owner.holds() {
-					g.release(m.owner)
+					g.endRound(m.owner)
 				}
 			}
 			checkGate(rt, g, ms)
@@ -267,4 +269,38 @@ func TestCampaignGateOfOnePlaceStillElectsEveryCluster(t *testing.T) {
 	assert.GreaterOrEqual(t, campaigns.Stats().Deferred, uint64(clusters*len(nodes)))
 	require.Eventually(t, func() bool { return campaigns.Stats().Holding == 0 }, 10*time.Second, 10*time.Millisecond,
 		"no place stays held once every cluster leads")
+}
+
+// A member's actor reads holds() without the gate's lock and frees its
+// place once its core runs no round (Actor.settleCampaign). Its election
+// timer may fire between that read and the release, while another member
+// waits: the member then gives its place on and queues again (rule 2).
+// Ending the round must not also drop it from the queue: its timer has
+// fired and is scheduled nowhere else, so it would never campaign again.
+func TestCampaignGateARoundThatEndsAfterItsHolderQueuedAgainKeepsItsTurn(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 2)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	a, b := ms[0], ms[1]
+	a.fireDue() // a campaigns
+	b.fireDue() // b waits
+	require.True(t, a.owner.holds(), "a's actor reads that it holds its place; its round ended")
+	a.fireDue() // before it frees it, its timer fires: it passes its place to b and waits again
+	require.Equal(t, []int{1, 1}, firedCounts(ms))
+	require.Equal(t, gateQueued, gateState(a.owner.gate.Load()))
+
+	g.endRound(a.owner) // what settleCampaign does after its read
+	g.endRound(b.owner) // b's round ends: the place is a's turn
+	require.Eventually(t, func() bool {
+		a.timer.mu.Lock()
+		scheduled := a.timer.runAt != 0
+		a.timer.mu.Unlock()
+		return a.f.count() == 2 || scheduled
+	}, 10*time.Second, time.Millisecond, "a's election timer fires again or is scheduled: it is not forgotten")
+	g.endRound(a.owner)
+	assert.Zero(t, g.Stats().Holding)
 }
