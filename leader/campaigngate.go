@@ -242,9 +242,9 @@ func (g *campaignGate) wake(e *gateEntry) {
 			t.schedule(now, o, election.TimerElection)
 		}
 		t.mu.Unlock()
-		if due {
-			// Sent as the actor itself, as every firing is (timers.go).
-			_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+		// Sent as the actor itself, as every firing is (timers.go); when
+		// that fails the actor is gone, and the place passes on too.
+		if due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) == nil {
 			return
 		}
 		g.stale.Add(1)

@@ -304,3 +304,36 @@ func TestCampaignGateARoundThatEndsAfterItsHolderQueuedAgainKeepsItsTurn(t *test
 	g.endRound(a.owner)
 	assert.Zero(t, g.Stats().Holding)
 }
+
+// gone is a process that is no more: every Send fails, as the node's does
+// for a PID it no longer has (an actor whose Init failed after its first
+// flush armed the election timer, or one already unregistered).
+type gone struct{ gen.Process }
+
+func (gone) Send(to any, message any) error { return gen.ErrProcessUnknown }
+
+// A place given to a member whose firing cannot be delivered (its actor is
+// gone, and will never end a round or stop its timers) is freed at once,
+// whether the firing was its own timer's or a place passed to it: else it
+// stays held for good, and once every place is, no cluster in the process
+// elects again.
+func TestCampaignGateFreesAPlaceWhoseFiringCannotBeDelivered(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 3)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	ms[0].owner.process = gone{}
+	ms[0].fireDue()
+	assert.Zero(t, g.Stats().Holding, "the place of a member that is gone is free")
+
+	ms[1].fireDue() // holds
+	ms[0].fireDue() // waits: gone meanwhile
+	ms[2].fireDue() // waits
+	g.endRound(ms[1].owner)
+	assert.Equal(t, []int{0, 1, 1}, firedCounts(ms), "the place the gone member got passes on")
+	g.endRound(ms[2].owner)
+	assert.Zero(t, g.Stats().Holding)
+}

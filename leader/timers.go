@@ -430,8 +430,11 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	t.mu.Unlock()
 	// Sent as the actor itself, so its bounded mailbox cannot refuse it
 	// (gen.ProcessOptions.MailboxSize); the actor may be gone (its node
-	// stopping), and then nobody waits for this.
-	_ = o.process.Send(o.pid, timerFired{kind: kind})
+	// stopping), and then nobody waits for this: nobody will end the round
+	// of the place its firing was let through with either.
+	if err := o.process.Send(o.pid, timerFired{kind: kind}); err != nil && kind == election.TimerElection && o.campaigns != nil {
+		o.campaigns.release(o)
+	}
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
