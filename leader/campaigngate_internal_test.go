@@ -337,3 +337,52 @@ func TestCampaignGateFreesAPlaceWhoseFiringCannotBeDelivered(t *testing.T) {
 	g.endRound(ms[2].owner)
 	assert.Zero(t, g.Stats().Holding)
 }
+
+// An actor that stops (Actor.stopTimers) while its election timer fires
+// leaves the gate holding nothing for it, whichever goes first: a firing
+// that reaches the gate after the actor left it would hold a place that
+// nobody ends.
+func TestCampaignGateAMemberThatStopsAsItsTimerFiresHoldsNoPlace(t *testing.T) {
+	g := newCampaignGate(1)
+	f := &firings{}
+	a := &Actor{}
+	a.timerOwner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox, campaigns: g}
+	a.inbox.election = &a.timers[election.TimerElection]
+	a.inbox.owner = a.timerOwner
+	tm := &a.timers[election.TimerElection]
+	o := a.timerOwner
+
+	tm.mu.Lock()
+	now := sinceEpoch(time.Now())
+	tm.pending, tm.due, tm.runAt = true, now, now
+	ok, _ := g.admit(tm, o, now) // its round runs
+	tm.mu.Unlock()
+	require.True(t, ok)
+	tm.mu.Lock()
+	now = sinceEpoch(time.Now())
+	tm.due, tm.runAt = now, now // and its next firing is due: its round timed out
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.stopTimers() // the actor ends
+	}()
+	// Give stopTimers the time to reach the timer's lock; it may leave the
+	// gate first.
+	for deadline := time.Now().Add(time.Second); o.holds() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	// Now the Go timer's callback runs, as shellTimer.fire does with the
+	// timer's lock held.
+	tm.runAt = 0
+	ok, next := g.admit(tm, o, sinceEpoch(time.Now()))
+	tm.mu.Unlock()
+	if ok {
+		_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+	}
+	g.wake(next)
+	<-done
+
+	assert.False(t, o.holds(), "a stopped member holds no place")
+	assert.Zero(t, g.Stats().Holding, "the place is free")
+}

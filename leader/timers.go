@@ -463,11 +463,12 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 	return t.timer, true
 }
 
-// stopTimers stops every Go timer; the actor is ending.
+// stopTimers stops every Go timer, then leaves the campaign gate; the
+// actor is ending. In that order: a firing that reaches the gate once the
+// actor left it would hold a place nobody frees, and once the timers are
+// stopped (due zero) none fires, nor does wake or resumeElection
+// reschedule one.
 func (a *Actor) stopTimers() {
-	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
-		a.timerOwner.campaigns.release(a.timerOwner)
-	}
 	for k := range a.timers {
 		t := &a.timers[k]
 		t.pending = false
@@ -475,5 +476,8 @@ func (a *Actor) stopTimers() {
 		t.due = 0
 		t.stop(a.timerOwner)
 		t.mu.Unlock()
+	}
+	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
+		a.timerOwner.campaigns.release(a.timerOwner)
 	}
 }
