@@ -264,9 +264,16 @@ func (g *campaignGate) wake(e *gateEntry) {
 func (o *timerOwner) holds() bool { return gateState(o.gate.Load()) == gateHolding }
 
 // settleCampaign frees the actor's place at the gate once its core runs no
-// round (rule 2).
+// round (rule 2), or keeps one no election timer will end: a core that may
+// no longer campaign (its same-host cell went to another member, it left
+// the view, its formation fell below MinClusterSize) disarms that timer
+// but keeps the round it opened, and the place would be held for good.
 func (a *Actor) settleCampaign() {
-	if o := a.timerOwner; o != nil && o.campaigns != nil && o.holds() && !a.core.Campaigning() {
+	o := a.timerOwner
+	if o == nil || o.campaigns == nil || !o.holds() {
+		return
+	}
+	if !a.core.Campaigning() || !a.timers[election.TimerElection].pending {
 		o.campaigns.endRound(o)
 	}
 }

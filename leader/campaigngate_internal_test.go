@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -385,4 +386,58 @@ func TestCampaignGateAMemberThatStopsAsItsTimerFiresHoldsNoPlace(t *testing.T) {
 
 	assert.False(t, o.holds(), "a stopped member holds no place")
 	assert.Zero(t, g.Stats().Holding, "the place is free")
+}
+
+// A member holds its place while its round runs, and gives it on when its
+// election timer fires again (rule 2). A core that may no longer campaign
+// (its host's same-host cell went to another member here) disarms that
+// timer but keeps the round it opened: Campaigning stays true, no timer
+// will fire, and nobody would ever free the place.
+func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.T) {
+	g := newCampaignGate(1)
+	f := &firings{}
+	self := gen.ProcessID{Name: "m", Node: "a@h"}
+	cfg := election.Config{ClusterID: "c", Self: self, Rand: rand.New(rand.NewPCG(1, 2)),
+		Bootstrap: []gen.ProcessID{{Name: "m", Node: "b@h"}, {Name: "m", Node: "c@h"}}}.WithDefaults()
+	pid := gen.PID{Node: self.Node, ID: 1, Creation: 1}
+	now := time.Now()
+	core, err := election.New(cfg, pid, election.HardState{}, now)
+	require.NoError(t, err)
+	a := &Actor{core: core}
+	a.timerOwner = &timerOwner{process: f, pid: pid, inbox: &a.inbox, campaigns: g}
+	a.inbox.election = &a.timers[election.TimerElection]
+	a.inbox.owner = a.timerOwner
+	t.Cleanup(a.stopTimers)
+	apply := func(now time.Time) {
+		for _, op := range core.Ready().Timers {
+			if op.Timer.Kind == election.TimerElection {
+				a.applyTimer(now, op)
+			}
+		}
+	}
+	apply(now)
+	tm := &a.timers[election.TimerElection]
+	require.True(t, tm.pending)
+
+	// Its election timer fires and passes the gate; the core campaigns.
+	later := now.Add(cfg.ElectionTimeoutMax + time.Millisecond)
+	tm.mu.Lock()
+	ok, _ := g.admit(tm, a.timerOwner, sinceEpoch(later))
+	tm.mu.Unlock()
+	require.True(t, ok)
+	timer, due := a.onTimerFired(later, timerFired{kind: election.TimerElection})
+	require.True(t, due)
+	core.Tick(later, timer)
+	apply(later)
+	require.True(t, core.Campaigning())
+	a.settleCampaign()
+	require.True(t, a.timerOwner.holds(), "its round runs")
+
+	core.SetCampaign(later, false) // its host's cell is another member's
+	apply(later)
+	require.False(t, tm.pending, "the core disarmed its election timer")
+	require.True(t, core.Campaigning(), "and kept its round")
+	a.settleCampaign()
+	assert.False(t, a.timerOwner.holds(), "a member whose round can no longer time out holds no place")
+	assert.Zero(t, g.Stats().Holding)
 }
