@@ -202,18 +202,16 @@ func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
 	return nil
 }
 
-// release frees o's place when it holds one (its round ended, or it left)
-// and passes it to the oldest waiting member.
+// release takes o away from the gate, it stops: its place, when it holds
+// one, passes to the oldest waiting member; its entry, when it waits, is
+// skipped.
 func (g *campaignGate) release(o *timerOwner) {
 	now := sinceEpoch(time.Now())
 	g.mu.Lock()
 	var next *gateEntry
 	switch gateState(o.gate.Load()) {
 	case gateHolding, gateGranted:
-		o.gate.Store(int32(gateIdle))
-		if next = g.nextLocked(now); next == nil {
-			g.holding--
-		}
+		next = g.freeLocked(o, now)
 	case gateQueued:
 		// It stops (Actor.stopTimers): its entry is skipped, and a probe
 		// held for it is for nobody.
@@ -240,6 +238,32 @@ func (g *campaignGate) holdProbe(o *timerOwner) bool {
 	return true
 }
 
+// endRound frees o's place when it still holds one: its round ended. Its
+// actor read holds() without the lock, and o's timer may have fired since
+// and queued it again (rule 2): then it keeps its turn, which its fired
+// timer waits for, or the timer would be scheduled nowhere.
+func (g *campaignGate) endRound(o *timerOwner) {
+	now := sinceEpoch(time.Now())
+	g.mu.Lock()
+	var next *gateEntry
+	if gateState(o.gate.Load()) == gateHolding {
+		next = g.freeLocked(o, now)
+	}
+	g.mu.Unlock()
+	g.wake(next)
+}
+
+// freeLocked frees the place o holds and returns the waiting member it
+// passes to, nil when it is free. Called with mu held.
+func (g *campaignGate) freeLocked(o *timerOwner, now time.Duration) *gateEntry {
+	o.gate.Store(int32(gateIdle))
+	next := g.nextLocked(now)
+	if next == nil {
+		g.holding--
+	}
+	return next
+}
+
 // wake delivers a place to e: its member's election timer fires now, when
 // it is still due (rule 3); otherwise the place passes on and a timer whose
 // deadline moved is rescheduled for it. A probe held for a member given a
@@ -254,24 +278,23 @@ func (g *campaignGate) wake(e *gateEntry) {
 			t.schedule(now, o, election.TimerElection)
 		}
 		t.mu.Unlock()
-		// Sent as the actor itself, as every firing is (timers.go).
-		if due {
-			_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+		// Sent as the actor itself, as every firing is (timers.go); when
+		// that fails the actor is gone, and the place passes on too. A
+		// probe held for it comes after its election firing.
+		if due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) == nil {
+			if e.probe {
+				_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
+			}
+			return
 		}
 		if e.probe {
 			_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
-		}
-		if due {
-			return
 		}
 		g.stale.Add(1)
 		g.mu.Lock()
 		e = nil
 		if gateState(o.gate.Load()) == gateGranted {
-			o.gate.Store(int32(gateIdle))
-			if e = g.nextLocked(now); e == nil {
-				g.holding--
-			}
+			e = g.freeLocked(o, now)
 		}
 		g.mu.Unlock()
 	}
@@ -298,9 +321,16 @@ func (g *campaignGate) took(o *timerOwner) {
 }
 
 // settleCampaign frees the actor's place at the gate once its core runs no
-// round (rule 2).
+// round (rule 2), or keeps one no election timer will end: a core that may
+// no longer campaign (its same-host cell went to another member, it left
+// the view, its formation fell below MinClusterSize) disarms that timer
+// but keeps the round it opened, and the place would be held for good.
 func (a *Actor) settleCampaign() {
-	if o := a.timerOwner; o != nil && o.campaigns != nil && o.holds() && !a.core.Campaigning() {
-		o.campaigns.release(o)
+	o := a.timerOwner
+	if o == nil || o.campaigns == nil || !o.holds() {
+		return
+	}
+	if !a.core.Campaigning() || !a.timers[election.TimerElection].pending {
+		o.campaigns.endRound(o)
 	}
 }

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -245,8 +246,10 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 				g.took(m.owner)
 			case 1:
 				m.moveDeadline()
-			case 2, 3:
-				g.release(m.owner) // its round ended, or it stopped
+			case 2:
+				g.endRound(m.owner) // its round ended
+			case 3:
+				g.release(m.owner) // it stopped
 			}
 			checkGate(rt, g, ms)
 		}
@@ -256,7 +259,7 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 			for _, m := range ms {
 				if placed(m.owner) {
 					g.took(m.owner) // its actor takes the firing, its round ends
-					g.release(m.owner)
+					g.endRound(m.owner)
 				}
 			}
 			checkGate(rt, g, ms)
@@ -342,4 +345,180 @@ func TestCampaignGateOfOnePlaceStillElectsEveryCluster(t *testing.T) {
 	assert.GreaterOrEqual(t, campaigns.Stats().Deferred, uint64(clusters*len(nodes)))
 	require.Eventually(t, func() bool { return campaigns.Stats().Holding == 0 }, 10*time.Second, 10*time.Millisecond,
 		"no place stays held once every cluster leads")
+}
+
+// A member's actor reads holds() without the gate's lock and frees its
+// place once its core runs no round (Actor.settleCampaign). Its election
+// timer may fire between that read and the release, while another member
+// waits: the member then gives its place on and queues again (rule 2).
+// Ending the round must not also drop it from the queue: its timer has
+// fired and is scheduled nowhere else, so it would never campaign again.
+func TestCampaignGateARoundThatEndsAfterItsHolderQueuedAgainKeepsItsTurn(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 2)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	a, b := ms[0], ms[1]
+	a.fireDue() // a campaigns
+	g.took(a.owner)
+	b.fireDue() // b waits
+	require.True(t, a.owner.holds(), "a's actor reads that it holds its place; its round ended")
+	a.fireDue() // before it frees it, its timer fires: it passes its place to b and waits again
+	require.Equal(t, []int{1, 1}, firedCounts(ms))
+	require.Equal(t, gateQueued, gateState(a.owner.gate.Load()))
+
+	g.endRound(a.owner) // what settleCampaign does after its read
+	g.took(b.owner)
+	g.endRound(b.owner) // b's round ends: the place is a's turn
+	require.Eventually(t, func() bool {
+		a.timer.mu.Lock()
+		scheduled := a.timer.runAt != 0
+		a.timer.mu.Unlock()
+		return a.f.count() == 2 || scheduled
+	}, 10*time.Second, time.Millisecond, "a's election timer fires again or is scheduled: it is not forgotten")
+	g.took(a.owner)
+	g.endRound(a.owner)
+	assert.Zero(t, g.Stats().Holding)
+}
+
+// gone is a process that is no more: every Send fails, as the node's does
+// for a PID it no longer has (an actor whose Init failed after its first
+// flush armed the election timer, or one already unregistered).
+type gone struct{ gen.Process }
+
+func (gone) Send(to any, message any) error { return gen.ErrProcessUnknown }
+
+// A place given to a member whose firing cannot be delivered (its actor is
+// gone, and will never end a round or stop its timers) is freed at once,
+// whether the firing was its own timer's or a place passed to it: else it
+// stays held for good, and once every place is, no cluster in the process
+// elects again.
+func TestCampaignGateFreesAPlaceWhoseFiringCannotBeDelivered(t *testing.T) {
+	g := newCampaignGate(1)
+	ms := newGated(g, 3)
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	ms[0].owner.process = gone{}
+	ms[0].fireDue()
+	assert.Zero(t, g.Stats().Holding, "the place of a member that is gone is free")
+
+	ms[1].fireDue() // holds
+	g.took(ms[1].owner)
+	ms[0].fireDue() // waits: gone meanwhile
+	ms[2].fireDue() // waits
+	g.endRound(ms[1].owner)
+	assert.Equal(t, []int{0, 1, 1}, firedCounts(ms), "the place the gone member got passes on")
+	g.took(ms[2].owner)
+	g.endRound(ms[2].owner)
+	assert.Zero(t, g.Stats().Holding)
+}
+
+// An actor that stops (Actor.stopTimers) while its election timer fires
+// leaves the gate holding nothing for it, whichever goes first: a firing
+// that reaches the gate after the actor left it would hold a place that
+// nobody ends.
+func TestCampaignGateAMemberThatStopsAsItsTimerFiresHoldsNoPlace(t *testing.T) {
+	g := newCampaignGate(1)
+	f := &firings{}
+	a := &Actor{}
+	a.timerOwner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox, campaigns: g}
+	a.inbox.election = &a.timers[election.TimerElection]
+	a.inbox.owner = a.timerOwner
+	tm := &a.timers[election.TimerElection]
+	o := a.timerOwner
+
+	tm.mu.Lock()
+	now := sinceEpoch(time.Now())
+	tm.pending, tm.due, tm.runAt = true, now, now
+	ok, _ := g.admit(tm, o, now) // its round runs
+	tm.mu.Unlock()
+	require.True(t, ok)
+	tm.mu.Lock()
+	now = sinceEpoch(time.Now())
+	tm.due, tm.runAt = now, now // and its next firing is due: its round timed out
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.stopTimers() // the actor ends
+	}()
+	// Give stopTimers the time to reach the timer's lock; it may leave the
+	// gate first.
+	for deadline := time.Now().Add(time.Second); placed(o) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	// Now the Go timer's callback runs, as shellTimer.fire does with the
+	// timer's lock held.
+	tm.runAt = 0
+	ok, next := g.admit(tm, o, sinceEpoch(time.Now()))
+	tm.mu.Unlock()
+	if ok {
+		_ = o.process.Send(o.pid, timerFired{kind: election.TimerElection})
+	}
+	g.wake(next)
+	<-done
+
+	assert.False(t, placed(o), "a stopped member holds no place")
+	assert.Zero(t, g.Stats().Holding, "the place is free")
+}
+
+// A member holds its place while its round runs, and gives it on when its
+// election timer fires again (rule 2). A core that may no longer campaign
+// (its host's same-host cell went to another member here) disarms that
+// timer but keeps the round it opened: Campaigning stays true, no timer
+// will fire, and nobody would ever free the place.
+func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.T) {
+	g := newCampaignGate(1)
+	f := &firings{}
+	self := gen.ProcessID{Name: "m", Node: "a@h"}
+	cfg := election.Config{ClusterID: "c", Self: self, Rand: rand.New(rand.NewPCG(1, 2)),
+		Bootstrap: []gen.ProcessID{{Name: "m", Node: "b@h"}, {Name: "m", Node: "c@h"}}}.WithDefaults()
+	pid := gen.PID{Node: self.Node, ID: 1, Creation: 1}
+	now := time.Now()
+	core, err := election.New(cfg, pid, election.HardState{}, now)
+	require.NoError(t, err)
+	a := &Actor{core: core}
+	a.timerOwner = &timerOwner{process: f, pid: pid, inbox: &a.inbox, campaigns: g}
+	a.inbox.election = &a.timers[election.TimerElection]
+	a.inbox.owner = a.timerOwner
+	t.Cleanup(a.stopTimers)
+	apply := func(now time.Time) {
+		for _, op := range core.Ready().Timers {
+			if op.Timer.Kind == election.TimerElection {
+				a.applyTimer(now, op)
+			}
+		}
+	}
+	apply(now)
+	tm := &a.timers[election.TimerElection]
+	require.True(t, tm.pending)
+
+	// Its election timer fires and passes the gate; the core campaigns.
+	later := now.Add(cfg.ElectionTimeoutMax + time.Millisecond)
+	tm.mu.Lock()
+	ok, _ := g.admit(tm, a.timerOwner, sinceEpoch(later))
+	tm.mu.Unlock()
+	require.True(t, ok)
+	g.took(a.timerOwner) // as Actor.handleMessage does before onTimerFired
+	timer, due := a.onTimerFired(later, timerFired{kind: election.TimerElection})
+	require.True(t, due)
+	core.Tick(later, timer)
+	apply(later)
+	require.True(t, core.Campaigning())
+	a.settleCampaign()
+	require.True(t, a.timerOwner.holds(), "its round runs")
+
+	core.SetCampaign(later, false) // its host's cell is another member's
+	apply(later)
+	require.False(t, tm.pending, "the core disarmed its election timer")
+	require.True(t, core.Campaigning(), "and kept its round")
+	a.settleCampaign()
+	assert.False(t, a.timerOwner.holds(), "a member whose round can no longer time out holds no place")
+	assert.Zero(t, g.Stats().Holding)
 }

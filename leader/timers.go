@@ -439,8 +439,11 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 	t.mu.Unlock()
 	// Sent as the actor itself, so its bounded mailbox cannot refuse it
 	// (gen.ProcessOptions.MailboxSize); the actor may be gone (its node
-	// stopping), and then nobody waits for this.
-	_ = o.process.Send(o.pid, timerFired{kind: kind})
+	// stopping), and then nobody waits for this: nobody will end the round
+	// of the place its firing was let through with either.
+	if err := o.process.Send(o.pid, timerFired{kind: kind}); err != nil && kind == election.TimerElection && o.campaigns != nil {
+		o.campaigns.release(o)
+	}
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
@@ -469,11 +472,12 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 	return t.timer, true
 }
 
-// stopTimers stops every Go timer; the actor is ending.
+// stopTimers stops every Go timer, then leaves the campaign gate; the
+// actor is ending. In that order: a firing that reaches the gate once the
+// actor left it would hold a place nobody frees, and once the timers are
+// stopped (due zero) none fires, nor does wake or resumeElection
+// reschedule one.
 func (a *Actor) stopTimers() {
-	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
-		a.timerOwner.campaigns.release(a.timerOwner)
-	}
 	for k := range a.timers {
 		t := &a.timers[k]
 		t.pending = false
@@ -481,5 +485,8 @@ func (a *Actor) stopTimers() {
 		t.due = 0
 		t.stop(a.timerOwner)
 		t.mu.Unlock()
+	}
+	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
+		a.timerOwner.campaigns.release(a.timerOwner)
 	}
 }
