@@ -25,11 +25,11 @@ import (
 //     ends. So the rounds running at once never exceed the capacity, and
 //     each finishes in the time a round takes, not in the time the storm
 //     takes.
-//  2. A member holds its place from the firing that let it campaign (from
-//     when its actor takes that firing: inputs it takes before do not
-//     count) until its core runs no round (Core.Campaigning) after an
-//     input: it won, it
-//     lost, or it heard of a leader. A member whose round times out while
+//  2. A member holds its place from when its actor takes the firing that
+//     let it campaign (inputs it takes before do not count) until its core
+//     runs no round (Core.Campaigning) after an input: it won, it lost, or
+//     it heard of a leader; or until no election timer can end its round
+//     any more (the core may no longer campaign). A member whose round times out while
 //     others wait gives its place to the oldest of them and queues again,
 //     so a cluster that cannot win (too few members alive) never starves
 //     the others: each member waits at most (queue ahead / capacity)

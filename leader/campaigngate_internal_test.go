@@ -314,19 +314,7 @@ func TestCampaignGateOfOnePlaceStillElectsEveryCluster(t *testing.T) {
 	var members [][]gen.PID
 	for k := range clusters {
 		name := gen.Atom(fmt.Sprintf("gated%d", k))
-		pids := make([]gen.PID, len(nodes))
-		for i, nd := range nodes {
-			o := Options{ClusterID: string(name)}
-			for j, other := range nodes {
-				if j != i {
-					o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: other.Name()})
-				}
-			}
-			var err error
-			pids[i], err = nd.SpawnRegister(name, func() gen.ProcessBehavior { return &probe{opts: o, log: log} }, gen.ProcessOptions{})
-			require.NoError(t, err)
-		}
-		members = append(members, pids)
+		members = append(members, spawnProbes(t, nodes, name, log, Options{ClusterID: string(name)}))
 	}
 	require.Eventually(t, func() bool { return campaigns.Stats().Queued == clusters*len(nodes) }, 30*time.Second, 10*time.Millisecond,
 		"every member's election timer waits at the gate")
