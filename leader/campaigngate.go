@@ -85,15 +85,19 @@ type gateEntry struct {
 type campaignGate struct {
 	capacity int
 
-	// mu guards holding, queue and every owner's gate field. It is taken
-	// after a shellTimer's mu (admit, from the timer's callback), never
-	// before: a place passed on is delivered after it is released.
+	// mu guards holding, waiting, maxQueue, queue and every owner's gate
+	// fields. It is taken after a shellTimer's mu (admit, from the timer's
+	// callback), never before: a place passed on is delivered after it is
+	// released.
 	mu      sync.Mutex
-	holding int
-	queue   []gateEntry // may hold entries whose owner left or was granted since: skipped
+	holding int         // places given, taken by their actor or not
+	waiting int         // members queued: the queue's entries less those skipped
+	queue   []gateEntry // may hold entries whose owner left or queued again since: skipped
+	// maxQueue is the most members seen waiting at once.
+	maxQueue int
 
 	admitted, deferred, passed, stale, probesHeld atomic.Uint64
-	waitNanos, maxQueue                           atomic.Int64
+	waitNanos                                     atomic.Int64
 }
 
 func newCampaignGate(capacity int) *campaignGate {
@@ -116,13 +120,20 @@ type CampaignGateStats struct {
 	MaxQueue int
 }
 
-// Events returns the gate's figures by name, as the inspection key
-// coalescer:campaign_gate names them; the metric
-// regent_campaign_gate_events_total has the four counts among them.
-func (s CampaignGateStats) Events() map[string]uint64 {
+// Counts returns the gate's counters by name, as the metric
+// regent_campaign_gate_events_total names its events.
+func (s CampaignGateStats) Counts() map[string]uint64 {
 	return map[string]uint64{"admitted": s.Admitted, "deferred": s.Deferred, "passed": s.Passed, "stale": s.Stale,
-		"probes_held": s.ProbesHeld, "capacity": uint64(s.Capacity), "holding": uint64(s.Holding), "queued": uint64(s.Queued),
-		"max_queue": uint64(s.MaxQueue), "wait_ms": uint64(s.Wait / time.Millisecond)}
+		"probes_held": s.ProbesHeld}
+}
+
+// Events returns the gate's counters and figures by name, as the
+// inspection key coalescer:campaign_gate names them.
+func (s CampaignGateStats) Events() map[string]uint64 {
+	e := s.Counts()
+	e["capacity"], e["holding"], e["queued"] = uint64(s.Capacity), uint64(s.Holding), uint64(s.Queued)
+	e["max_queue"], e["wait_ms"] = uint64(s.MaxQueue), uint64(s.Wait/time.Millisecond)
+	return e
 }
 
 // ReadCampaignGate returns the counters of the process's campaign gate.
@@ -131,16 +142,11 @@ func ReadCampaignGate() CampaignGateStats { return campaigns.Stats() }
 // Stats returns the gate's counters.
 func (g *campaignGate) Stats() CampaignGateStats {
 	g.mu.Lock()
-	holding, queued := g.holding, 0
-	for _, e := range g.queue {
-		if gateState(e.owner.gate.Load()) == gateQueued {
-			queued++
-		}
-	}
+	holding, queued, maxQueue := g.holding, g.waiting, g.maxQueue
 	g.mu.Unlock()
 	return CampaignGateStats{Capacity: g.capacity, Holding: holding, Queued: queued,
 		Admitted: g.admitted.Load(), Deferred: g.deferred.Load(), Passed: g.passed.Load(), Stale: g.stale.Load(),
-		ProbesHeld: g.probesHeld.Load(), Wait: time.Duration(g.waitNanos.Load()), MaxQueue: int(g.maxQueue.Load())}
+		ProbesHeld: g.probesHeld.Load(), Wait: time.Duration(g.waitNanos.Load()), MaxQueue: maxQueue}
 }
 
 // admit is asked by o's election timer t when it fires, with t's mu held:
@@ -160,9 +166,7 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 			return true, nil // nobody waits: its next round goes on
 		}
 		g.passed.Add(1)
-		o.gate.Store(int32(gateQueued))
-		o.gateSince = now
-		g.queue = append(g.queue, gateEntry{timer: t, owner: o})
+		g.enqueueLocked(t, o, now)
 		return false, next
 	}
 	if g.holding < g.capacity {
@@ -171,14 +175,19 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 		g.admitted.Add(1)
 		return true, nil
 	}
+	g.deferred.Add(1)
+	g.enqueueLocked(t, o, now)
+	return false, nil
+}
+
+// enqueueLocked puts o, whose election timer t fired at now, at the back of
+// the queue. Called with mu held.
+func (g *campaignGate) enqueueLocked(t *shellTimer, o *timerOwner, now time.Duration) {
 	o.gate.Store(int32(gateQueued))
 	o.gateSince = now
 	g.queue = append(g.queue, gateEntry{timer: t, owner: o})
-	g.deferred.Add(1)
-	if n := int64(len(g.queue)); n > g.maxQueue.Load() {
-		g.maxQueue.Store(n)
-	}
-	return false, nil
+	g.waiting++
+	g.maxQueue = max(g.maxQueue, g.waiting)
 }
 
 // nextLocked takes the oldest waiting member off the queue and gives it
@@ -192,6 +201,7 @@ func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
 			continue // left, or queued again further back
 		}
 		e.owner.gate.Store(int32(gateGranted))
+		g.waiting--
 		e.probe, e.owner.probeHeld = e.owner.probeHeld, false
 		g.waitNanos.Add(int64(now - e.owner.gateSince))
 		if len(g.queue) == 0 {
@@ -217,6 +227,7 @@ func (g *campaignGate) release(o *timerOwner) {
 		// held for it is for nobody.
 		o.gate.Store(int32(gateIdle))
 		o.probeHeld = false
+		g.waiting--
 	}
 	g.mu.Unlock()
 	g.wake(next)
@@ -274,21 +285,19 @@ func (g *campaignGate) wake(e *gateEntry) {
 		t.mu.Lock()
 		now := sinceEpoch(time.Now())
 		due := t.runAt == 0 && t.due != 0 && now >= t.due
-		if !due && t.runAt == 0 && t.due != 0 {
-			t.schedule(now, o, election.TimerElection)
+		if !due {
+			t.resume(now, o, election.TimerElection)
 		}
 		t.mu.Unlock()
 		// Sent as the actor itself, as every firing is (timers.go); when
 		// that fails the actor is gone, and the place passes on too. A
 		// probe held for it comes after its election firing.
-		if due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) == nil {
-			if e.probe {
-				_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
-			}
-			return
-		}
+		sent := due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) == nil
 		if e.probe {
 			_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
+		}
+		if sent {
+			return
 		}
 		g.stale.Add(1)
 		g.mu.Lock()

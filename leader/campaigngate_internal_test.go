@@ -273,7 +273,7 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	holding, inQueue := 0, map[*timerOwner]bool{}
+	holding, waiting, inQueue := 0, 0, map[*timerOwner]bool{}
 	for _, e := range g.queue {
 		inQueue[e.owner] = true
 	}
@@ -285,11 +285,15 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 			if !inQueue[m.owner] {
 				rt.Fatalf("member %d waits but is not in the queue", i)
 			}
+			waiting++
 			continue
 		}
 		if m.owner.probeHeld {
 			rt.Fatalf("member %d does not wait, yet a probe is held for it", i)
 		}
+	}
+	if waiting != g.waiting {
+		rt.Fatalf("%d members wait, the gate counts %d", waiting, g.waiting)
 	}
 	if holding != g.holding || g.holding > g.capacity {
 		rt.Fatalf("%d members hold places, the gate counts %d, capacity %d", holding, g.holding, g.capacity)

@@ -226,6 +226,53 @@ type CoalescerStats struct {
 	Dropped map[string]uint64
 }
 
+// Plus returns s and o counted together: the counters of two nodes'
+// coalescers, summed. Running is true when either runs.
+func (s CoalescerStats) Plus(o CoalescerStats) CoalescerStats {
+	return combineStats(s, o, func(a, b uint64) uint64 { return a + b })
+}
+
+// Since returns what s counted after earlier, counter by counter, for two
+// readings of the same coalescers. Running is s's.
+func (s CoalescerStats) Since(earlier CoalescerStats) CoalescerStats {
+	return combineStats(s, earlier, func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	})
+}
+
+// combineStats applies op to each counter of a and b; every counter is
+// listed here once, so Plus and Since never miss one.
+func combineStats(a, b CoalescerStats, op func(a, b uint64) uint64) CoalescerStats {
+	c := CoalescerStats{Running: a.Running || b.Running,
+		FramesOut: op(a.FramesOut, b.FramesOut), EntriesOut: op(a.EntriesOut, b.EntriesOut),
+		Flushes: op(a.Flushes, b.Flushes), FailedFrames: op(a.FailedFrames, b.FailedFrames),
+		FramesIn: op(a.FramesIn, b.FramesIn), EntriesIn: op(a.EntriesIn, b.EntriesIn),
+		Deliveries: op(a.Deliveries, b.Deliveries), Held: op(a.Held, b.Held), Answered: op(a.Answered, b.Answered),
+		BeatenAhead: op(a.BeatenAhead, b.BeatenAhead), Taken: op(a.Taken, b.Taken),
+		Paired: op(a.Paired, b.Paired), Unpaired: op(a.Unpaired, b.Unpaired),
+		PairBeatsOut: op(a.PairBeatsOut, b.PairBeatsOut), PairAcksIn: op(a.PairAcksIn, b.PairAcksIn),
+		PairResets: op(a.PairResets, b.PairResets), PairFailed: op(a.PairFailed, b.PairFailed),
+		PairBeatsIn: op(a.PairBeatsIn, b.PairBeatsIn), PairBound: op(a.PairBound, b.PairBound),
+		PairRefused: op(a.PairRefused, b.PairRefused), PairUnbound: op(a.PairUnbound, b.PairUnbound),
+		Mismatched: op(a.Mismatched, b.Mismatched), Dropped: make(map[string]uint64)}
+	for r, v := range a.Dropped {
+		if n := op(v, b.Dropped[r]); n > 0 {
+			c.Dropped[r] = n
+		}
+	}
+	for r, v := range b.Dropped {
+		if _, seen := a.Dropped[r]; !seen {
+			if n := op(0, v); n > 0 {
+				c.Dropped[r] = n
+			}
+		}
+	}
+	return c
+}
+
 // PairEvents returns the pair beat counters (rule 8) by event name, as the
 // inspection key coalescer:pairs and the metric
 // regent_coalescer_pair_events_total name them.

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -315,4 +316,36 @@ func TestHeartbeatGrid(t *testing.T) {
 	t.Run("nodes have their own phases", func(t *testing.T) {
 		assert.NotEqual(t, gridPhase("n1@host")%uint64(d), gridPhase("n2@host")%uint64(d))
 	})
+}
+
+// Plus and Since cover every counter of CoalescerStats: bench scale sums
+// nodes and windows with them, and a counter they missed would read 0
+// there while the coalescer counts it.
+func TestCoalescerStatsPlusAndSinceCoverEveryCounter(t *testing.T) {
+	var a CoalescerStats
+	v := reflect.ValueOf(&a).Elem()
+	counters := 0
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Uint64 {
+			counters++
+			f.SetUint(uint64(10 + i))
+		}
+	}
+	a.Dropped = map[string]uint64{"stale_pair": 3}
+	require.Positive(t, counters)
+
+	sum := reflect.ValueOf(a.Plus(a))
+	zero := reflect.ValueOf(a.Since(a))
+	later := reflect.ValueOf(a.Plus(a).Since(a))
+	for i := range v.NumField() {
+		if v.Field(i).Kind() != reflect.Uint64 {
+			continue
+		}
+		name, n := v.Type().Field(i).Name, v.Field(i).Uint()
+		assert.Equal(t, 2*n, sum.Field(i).Uint(), "Plus sums %s", name)
+		assert.Zero(t, zero.Field(i).Uint(), "Since of itself is 0 for %s", name)
+		assert.Equal(t, n, later.Field(i).Uint(), "Since takes the earlier %s away", name)
+	}
+	assert.Equal(t, map[string]uint64{"stale_pair": 6}, a.Plus(a).Dropped)
+	assert.Empty(t, a.Since(a).Dropped)
 }

@@ -181,10 +181,17 @@ func (ib *inbox) resumeElection() {
 		return
 	}
 	t.mu.Lock()
-	if t.runAt == 0 && t.due != 0 {
-		t.schedule(sinceEpoch(time.Now()), ib.owner, election.TimerElection)
-	}
+	t.resume(sinceEpoch(time.Now()), ib.owner, election.TimerElection)
 	t.mu.Unlock()
+}
+
+// resume schedules t for its deadline when it has one and nothing is
+// scheduled: it was parked (rule 5) or waited at the campaign gate (rule
+// 8). Called with mu held.
+func (t *shellTimer) resume(now time.Duration, o *timerOwner, kind election.TimerKind) {
+	if t.runAt == 0 && t.due != 0 {
+		t.schedule(now, o, kind)
+	}
 }
 
 // applyTimer carries out one of the core's timer operations.

@@ -135,7 +135,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
-	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end: clusters with a leader, CPU, campaigns, GC, and every coalescer and pair beat counter that moved (0: none)")
+	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end: clusters with a leader, CPU, campaigns, the campaign gate, GC, and every coalescer, pair beat and gate counter that moved (0: none)")
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -490,7 +490,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	row.FramesPerSec = float64(net1.FramesOut-net0.FramesOut) / wall.Seconds()
 	row.FramesPerPair = row.FramesPerSec / pairs
 	row.BytesPerPair = float64(net1.BytesOut-net0.BytesOut) / wall.Seconds() / pairs
-	row.Coalescer = coalescerDelta(coal0, coal1)
+	row.Coalescer = coal1.Since(coal0)
 	row.MemberMessages = float64(in1-in0) / wall.Seconds() / float64(row.Actors)
 	row.Campaigns = s.counters.campaigns.Load()
 	row.CampaignsMin = float64(row.Campaigns) / wall.Minutes()
@@ -531,31 +531,7 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 		st := n.Network().Stats()
 		net.FramesOut += st.FramesOut
 		net.BytesOut += st.BytesOut
-		c := leader.ReadCoalescer(n)
-		coal.Running = coal.Running || c.Running
-		coal.FramesOut += c.FramesOut
-		coal.EntriesOut += c.EntriesOut
-		coal.Flushes += c.Flushes
-		coal.FailedFrames += c.FailedFrames
-		coal.FramesIn += c.FramesIn
-		coal.EntriesIn += c.EntriesIn
-		coal.Deliveries += c.Deliveries
-		coal.Held += c.Held
-		coal.Answered += c.Answered
-		coal.Mismatched += c.Mismatched
-		coal.Paired += c.Paired
-		coal.Unpaired += c.Unpaired
-		coal.PairBeatsOut += c.PairBeatsOut
-		coal.PairAcksIn += c.PairAcksIn
-		coal.PairResets += c.PairResets
-		coal.PairFailed += c.PairFailed
-		coal.PairBeatsIn += c.PairBeatsIn
-		coal.PairBound += c.PairBound
-		coal.PairRefused += c.PairRefused
-		coal.PairUnbound += c.PairUnbound
-		for r, v := range c.Dropped {
-			coal.Dropped[r] += v
-		}
+		coal = coal.Plus(leader.ReadCoalescer(n))
 	}
 	return net, coal
 }
@@ -572,25 +548,6 @@ func (s *scaleRun) memberMessages() uint64 {
 		}
 	}
 	return in
-}
-
-// coalescerDelta is b - a, counter by counter.
-func coalescerDelta(a, b leader.CoalescerStats) leader.CoalescerStats {
-	d := leader.CoalescerStats{Running: b.Running,
-		FramesOut: b.FramesOut - a.FramesOut, EntriesOut: b.EntriesOut - a.EntriesOut, Flushes: b.Flushes - a.Flushes,
-		FailedFrames: b.FailedFrames - a.FailedFrames, FramesIn: b.FramesIn - a.FramesIn, EntriesIn: b.EntriesIn - a.EntriesIn,
-		Deliveries: b.Deliveries - a.Deliveries, Held: b.Held - a.Held, Answered: b.Answered - a.Answered,
-		Mismatched: b.Mismatched - a.Mismatched, Dropped: map[string]uint64{},
-		Paired: b.Paired - a.Paired, Unpaired: b.Unpaired - a.Unpaired, PairBeatsOut: b.PairBeatsOut - a.PairBeatsOut,
-		PairAcksIn: b.PairAcksIn - a.PairAcksIn, PairResets: b.PairResets - a.PairResets, PairFailed: b.PairFailed - a.PairFailed,
-		PairBeatsIn: b.PairBeatsIn - a.PairBeatsIn, PairBound: b.PairBound - a.PairBound,
-		PairRefused: b.PairRefused - a.PairRefused, PairUnbound: b.PairUnbound - a.PairUnbound}
-	for r, v := range b.Dropped {
-		if v > a.Dropped[r] {
-			d.Dropped[r] = v - a.Dropped[r]
-		}
-	}
-	return d
 }
 
 // failovers runs the failover trials on cluster 0 and summarises them; on

@@ -89,22 +89,20 @@ func (t *scaleTrace) line(start time.Time, a, b traceSample) string {
 	fmt.Fprintf(&sb, "trace %6.1fs  led %d/%d  cpu %5.1f%%  campaigns %d  gate %d+%d  gc %d (%.1f ms)  goroutines %d",
 		b.at.Sub(start).Seconds(), led, spawned, 100*float64(b.cpu-a.cpu)/float64(wall), b.campaigns-a.campaigns,
 		b.gate.Holding, b.gate.Queued, b.numGC-a.numGC, float64(b.gcPause-a.gcPause)/1e6, runtime.NumGoroutine())
+	d := b.coal.Since(a.coal)
 	moved := map[string]uint64{
-		"entries_out": b.coal.EntriesOut - a.coal.EntriesOut, "entries_in": b.coal.EntriesIn - a.coal.EntriesIn,
-		"deliveries": b.coal.Deliveries - a.coal.Deliveries, "held": b.coal.Held - a.coal.Held,
-		"answered": b.coal.Answered - a.coal.Answered, "failed_frames": b.coal.FailedFrames - a.coal.FailedFrames,
+		"entries_out": d.EntriesOut, "entries_in": d.EntriesIn, "deliveries": d.Deliveries, "held": d.Held,
+		"answered": d.Answered, "failed_frames": d.FailedFrames,
 	}
-	moved["gate_admitted"] = b.gate.Admitted - a.gate.Admitted
-	moved["gate_deferred"] = b.gate.Deferred - a.gate.Deferred
-	moved["gate_passed"] = b.gate.Passed - a.gate.Passed
-	moved["gate_stale"] = b.gate.Stale - a.gate.Stale
-	moved["gate_probes_held"] = b.gate.ProbesHeld - a.gate.ProbesHeld
-	pa, pb := a.coal.PairEvents(), b.coal.PairEvents()
-	for k, v := range pb {
-		moved["pair_"+k] = v - pa[k]
+	for k, v := range d.PairEvents() {
+		moved["pair_"+k] = v
 	}
-	for r, v := range b.coal.Dropped {
-		moved["dropped_"+r] = v - a.coal.Dropped[r]
+	for r, v := range d.Dropped {
+		moved["dropped_"+r] = v
+	}
+	ga, gb := a.gate.Counts(), b.gate.Counts()
+	for k, v := range gb {
+		moved["gate_"+k] = v - ga[k]
 	}
 	keys := make([]string, 0, len(moved))
 	for k, v := range moved {
