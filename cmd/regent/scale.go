@@ -28,6 +28,9 @@ every cluster on every node) and reports, for each number of clusters and
 with heartbeat coalescing off and on (--coalescing both, the default, runs the
 two back to back so their ratio is fair on a shared machine):
 
+  settled    once every cluster has a leader, how long elections go on: the
+             time to the last one before a quiet spell with none (4 election
+             timeouts, at least 2 s); the window starts after that spell
   CPU        the process's CPU time over a steady window, as a share of one
              core, and per cluster (microseconds of CPU per second)
   msgs/s     messages per second into a member's mailbox (timer firings,
@@ -66,8 +69,13 @@ type scaleRow struct {
 	HeartbeatMS   int           `json:"heartbeat_interval_ms"`
 	Spawn         time.Duration `json:"spawn_ns"`
 	AllLeaders    time.Duration `json:"all_leaders_ns"`
-	Window        time.Duration `json:"window_ns"`
-	CPUShare      float64       `json:"cpu_share_of_one_core"`
+	// Settled is how long after AllLeaders the last election started
+	// before a quiet spell (settleQuiet) with none; Unsettled says none came
+	// within --settle-max, and the window then began anyway.
+	Settled   time.Duration `json:"settled_ns"`
+	Unsettled bool          `json:"unsettled,omitempty"`
+	Window    time.Duration `json:"window_ns"`
+	CPUShare  float64       `json:"cpu_share_of_one_core"`
 	// CPUPerCluster is CPU time per cluster per second of the window, in µs.
 	CPUPerCluster float64 `json:"cpu_us_per_cluster_second"`
 	HeapPerActor  float64 `json:"heap_bytes_per_member"`
@@ -103,6 +111,7 @@ type scaleConfig struct {
 	clusters     intsFlag
 	modes        []bool // coalescing off, on, or both in that order
 	window       time.Duration
+	settleMax    time.Duration
 	nodes        int
 	timings      scaleTimings
 	failovers    int
@@ -125,6 +134,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs := newFlags(env, "bench scale", scaleSynopsis)
 	fs.Var(&cfg.clusters, "clusters", "numbers of clusters to measure, comma-separated (10,000 takes minutes; ask for it)")
 	fs.DurationVar(&cfg.window, "window", 30*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
+	fs.DurationVar(&cfg.settleMax, "settle-max", 3*time.Minute, "once every cluster has a leader, wait at most this long for a quiet spell with no election (see \"settled\") before the window; 0: start the window at once")
 	fs.IntVar(&cfg.nodes, "nodes", 5, "nodes (and members per cluster)")
 	fs.IntVar(&cfg.timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
 	fs.IntVar(&cfg.timings.eMax, "election-max", leader.DefaultElectionTimeoutMax, "ElectionTimeoutMax of every member, ms")
@@ -161,6 +171,9 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	}
 	if cfg.failovers < 0 {
 		return usageError("--failovers must not be negative")
+	}
+	if cfg.settleMax < 0 {
+		return usageError("--settle-max must not be negative")
 	}
 	var heapProfile string
 	if profile != "" {
@@ -212,11 +225,15 @@ func onOff(on bool) string {
 
 func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
 			all = fmt.Sprintf("%d leaderless", r.Leaderless)
+		}
+		settled := ms(r.Settled)
+		if r.Unsettled {
+			settled = "not in " + cfg.settleMax.String()
 		}
 		fo, alone := "-", "-"
 		if r.Failover.N > 0 {
@@ -228,16 +245,17 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		if r.FailoverAlone.N > 0 {
 			alone = ms(r.FailoverAlone.P50) + " / " + ms(r.FailoverAlone.P99)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all, settled,
 			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, fo, alone)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
 	_, err := fmt.Fprintf(env.stdout, "\n%d nodes, timeouts %d-%d ms, heartbeat %d ms, window %s. Per pair: all nodes' frames (bytes) out, over n(n-1)/2 node pairs.\n"+
-		"Campaigns are counted over the window, after every cluster had a leader; the target is 0. Failover (%s): from the fault until a majority\n"+
+		"Settled: after every cluster had a leader, how long until the last election before %s with none; the window starts then.\n"+
+		"Campaigns are counted over the window; the target is 0. Failover (%s): from the fault until a majority\n"+
 		"recognises a new leader, on one cluster among all the others, and on one cluster alone.\n",
-		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, cfg.failoverCase)
+		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
 	return err
 }
 
@@ -459,6 +477,9 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 			return row, err
 		}
 	}
+	if err := s.settle(ctx, &row); err != nil {
+		return row, err
+	}
 	row.Goroutines = runtime.NumGoroutine()
 
 	s.counters.counting.Store(true)
@@ -505,6 +526,46 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 		}
 	}
 	return row, nil
+}
+
+// settleQuiet is the spell without any election that counts a run as
+// settled: four of the longest election timeouts, and at least two seconds,
+// so that a follower whose heartbeats still come late has time to campaign.
+func settleQuiet(t scaleTimings) time.Duration {
+	return max(2*time.Second, 4*time.Duration(t.eMax)*time.Millisecond)
+}
+
+// settle waits, up to --settle-max, until no election has started for
+// settleQuiet, and records in row when the last one before that spell
+// started. A start that forms every cluster can still churn for a while on
+// a loaded machine; the window measures the steady state after it.
+func (s *scaleRun) settle(ctx context.Context, row *scaleRow) error {
+	if s.cfg.settleMax == 0 || row.Leaderless > 0 {
+		return nil
+	}
+	quiet := settleQuiet(s.cfg.timings)
+	start := time.Now()
+	last, lastAt := s.counters.allCampaigns.Load(), start
+	for {
+		now := time.Now()
+		if n := s.counters.allCampaigns.Load(); n != last {
+			last, lastAt = n, now
+		}
+		switch {
+		case now.Sub(lastAt) >= quiet:
+			row.Settled = lastAt.Sub(start)
+			return nil
+		case now.Sub(start) >= s.cfg.settleMax:
+			row.Unsettled = true
+			return nil
+		}
+		s.prog.say(fmt.Sprintf("%d clusters settling (coalescing %s)", s.clusters, onOff(s.coalesce)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // failoverAlone measures failover on this run's one cluster, alone.

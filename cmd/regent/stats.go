@@ -59,6 +59,11 @@ func newProgress(w io.Writer, total int, disabled bool) *progress {
 // step counts one finished unit of work and redraws the bar with label.
 func (p *progress) step(label string) {
 	p.done++
+	p.say(label)
+}
+
+// say redraws the bar with a new label, for a phase that counts no steps.
+func (p *progress) say(label string) {
 	if !p.on || p.total == 0 {
 		return
 	}
