@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"pgregory.net/rapid"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/syncbuf"
@@ -292,4 +294,25 @@ func TestRecorderAgreement(t *testing.T) {
 	assert.False(t, ok, "only terms above the old one count")
 	_, ok, _ = rec.agreed(1, leaderPID, 2)
 	assert.False(t, ok, "a leader ruled out does not count")
+}
+
+// The trace's cheap count of clusters with a leader must be the agreement
+// the waits use.
+func TestRecorderLedIsAgreed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rec := newRecorder(nil)
+		leaders := []gen.PID{{}, {Node: "a@h", ID: 1}, {Node: "b@h", ID: 2}, {Node: "b@h", ID: 3}}
+		for i := range rapid.IntRange(0, 12).Draw(t, "reports") {
+			member := rapid.IntRange(1, 5).Draw(t, fmt.Sprint("member", i))
+			rec.record(leader.Transition{Member: gen.PID{Node: gen.Atom(fmt.Sprintf("x%d@h", member)), ID: uint64(member)},
+				Role: leader.RoleFollower, Term: uint64(rapid.IntRange(0, 3).Draw(t, fmt.Sprint("term", i))),
+				Leader: rapid.SampledFrom(leaders).Draw(t, fmt.Sprint("leader", i)), At: time.Now()})
+		}
+		for quorum := 1; quorum <= 5; quorum++ {
+			_, agreed, _ := rec.agreed(0, gen.PID{}, quorum)
+			if got := rec.led(quorum); got != agreed {
+				t.Fatalf("quorum %d: led says %v, agreed %v", quorum, got, agreed)
+			}
+		}
+	})
 }

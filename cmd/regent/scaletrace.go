@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 )
 
@@ -122,7 +121,7 @@ func (t *scaleTrace) line(start time.Time, a, b traceSample) string {
 func (s *scaleRun) ledClusters() (led, spawned int) {
 	spawned = int(s.spawned.Load())
 	for _, rec := range s.recs[:spawned] {
-		if _, ok, _ := rec.agreed(0, gen.PID{}, s.quorum()); ok {
+		if rec.led(s.quorum()) {
 			led++
 		}
 	}
