@@ -74,8 +74,16 @@ type scaleRow struct {
 	// within --settle-max, and the window then began anyway.
 	Settled   time.Duration `json:"settled_ns"`
 	Unsettled bool          `json:"unsettled,omitempty"`
-	Window    time.Duration `json:"window_ns"`
-	CPUShare  float64       `json:"cpu_share_of_one_core"`
+	// Stall is --stall; StallCampaigns the elections started from the
+	// stall until a quiet spell (settleQuiet); StallRecovered how long
+	// after the stall's end the last of them came; StallUnrecovered that no
+	// quiet spell came within --settle-max.
+	Stall            time.Duration `json:"stall_ns,omitempty"`
+	StallCampaigns   uint64        `json:"stall_elections,omitempty"`
+	StallRecovered   time.Duration `json:"stall_recovered_ns,omitempty"`
+	StallUnrecovered bool          `json:"stall_unrecovered,omitempty"`
+	Window           time.Duration `json:"window_ns"`
+	CPUShare         float64       `json:"cpu_share_of_one_core"`
 	// CPUPerCluster is CPU time per cluster per second of the window, in µs.
 	CPUPerCluster float64 `json:"cpu_us_per_cluster_second"`
 	HeapPerActor  float64 `json:"heap_bytes_per_member"`
@@ -112,6 +120,7 @@ type scaleConfig struct {
 	modes        []bool // coalescing off, on, or both in that order
 	window       time.Duration
 	settleMax    time.Duration
+	stall        time.Duration
 	nodes        int
 	timings      scaleTimings
 	failovers    int
@@ -135,6 +144,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.Var(&cfg.clusters, "clusters", "numbers of clusters to measure, comma-separated (10,000 takes minutes; ask for it)")
 	fs.DurationVar(&cfg.window, "window", 30*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
 	fs.DurationVar(&cfg.settleMax, "settle-max", 3*time.Minute, "once every cluster has a leader, wait at most this long for a quiet spell with no election (see \"settled\") before the window; 0: start the window at once")
+	fs.DurationVar(&cfg.stall, "stall", 0, "after the window, keep every CPU busy with other goroutines for this long (a noisy neighbour, a long collection) and count the elections it sets off until the clusters are quiet again (0: no stall)")
 	fs.IntVar(&cfg.nodes, "nodes", 5, "nodes (and members per cluster)")
 	fs.IntVar(&cfg.timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
 	fs.IntVar(&cfg.timings.eMax, "election-max", leader.DefaultElectionTimeoutMax, "ElectionTimeoutMax of every member, ms")
@@ -174,6 +184,9 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	}
 	if cfg.settleMax < 0 {
 		return usageError("--settle-max must not be negative")
+	}
+	if cfg.stall < 0 {
+		return usageError("--stall must not be negative")
 	}
 	var heapProfile string
 	if profile != "" {
@@ -225,7 +238,11 @@ func onOff(on bool) string {
 
 func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\tfailover p50/p99 ms\talone p50/p99 ms\t")
+	stallColumn := ""
+	if cfg.stall > 0 {
+		stallColumn = fmt.Sprintf("stall %s: elections, quiet after ms\t", cfg.stall)
+	}
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t")
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
@@ -234,6 +251,16 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		settled := ms(r.Settled)
 		if r.Unsettled {
 			settled = "not in " + cfg.settleMax.String()
+		}
+		stalled := ""
+		switch {
+		case cfg.stall == 0:
+		case r.Stall == 0:
+			stalled = "-\t"
+		case r.StallUnrecovered:
+			stalled = fmt.Sprintf("%d, not in %s\t", r.StallCampaigns, cfg.settleMax)
+		default:
+			stalled = fmt.Sprintf("%d, %s\t", r.StallCampaigns, ms(r.StallRecovered))
 		}
 		fo, alone := "-", "-"
 		if r.Failover.N > 0 {
@@ -245,8 +272,8 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		if r.FailoverAlone.N > 0 {
 			alone = ms(r.FailoverAlone.P50) + " / " + ms(r.FailoverAlone.P99)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all, settled,
-			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, fo, alone)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all, settled,
+			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -256,6 +283,9 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		"Campaigns are counted over the window; the target is 0. Failover (%s): from the fault until a majority\n"+
 		"recognises a new leader, on one cluster among all the others, and on one cluster alone.\n",
 		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
+	if err == nil && cfg.stall > 0 {
+		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)
+	}
 	return err
 }
 
@@ -516,6 +546,9 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	row.Campaigns = s.counters.campaigns.Load()
 	row.CampaignsMin = float64(row.Campaigns) / wall.Minutes()
 	row.LeaderChanges = s.counters.leaders.Load()
+	if err := s.stall(ctx, &row); err != nil {
+		return row, err
+	}
 	if s.cfg.failovers > 0 && row.Leaderless == 0 {
 		row.FailoverCase = s.cfg.failoverCase
 		if row.Failover, err = s.failovers(ctx); err != nil {
@@ -543,29 +576,68 @@ func (s *scaleRun) settle(ctx context.Context, row *scaleRow) error {
 	if s.cfg.settleMax == 0 || row.Leaderless > 0 {
 		return nil
 	}
+	var err error
+	row.Settled, row.Unsettled, err = s.quietAfter(ctx, time.Now(), "settling")
+	return err
+}
+
+// quietAfter waits, up to --settle-max from start, for settleQuiet without
+// any election started, and returns how long after start the last one
+// before that spell came, or unsettled when the spell never came.
+func (s *scaleRun) quietAfter(ctx context.Context, start time.Time, doing string) (last time.Duration, unsettled bool, err error) {
 	quiet := settleQuiet(s.cfg.timings)
-	start := time.Now()
-	last, lastAt := s.counters.allCampaigns.Load(), start
+	seen, seenAt := s.counters.allCampaigns.Load(), start
 	for {
 		now := time.Now()
-		if n := s.counters.allCampaigns.Load(); n != last {
-			last, lastAt = n, now
+		if n := s.counters.allCampaigns.Load(); n != seen {
+			seen, seenAt = n, now
 		}
 		switch {
-		case now.Sub(lastAt) >= quiet:
-			row.Settled = lastAt.Sub(start)
-			return nil
+		case now.Sub(seenAt) >= quiet:
+			return seenAt.Sub(start), false, nil
 		case now.Sub(start) >= s.cfg.settleMax:
-			row.Unsettled = true
-			return nil
+			return 0, true, nil
 		}
-		s.prog.say(fmt.Sprintf("%d clusters settling (coalescing %s)", s.clusters, onOff(s.coalesce)))
+		s.prog.say(fmt.Sprintf("%d clusters %s (coalescing %s)", s.clusters, doing, onOff(s.coalesce)))
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// stall contends every CPU of the process for --stall once the window is
+// over, as a noisy neighbour or a long collection would, and counts what
+// it set off: the elections started until the clusters are quiet again,
+// and how long after the stall the last of them came.
+func (s *scaleRun) stall(ctx context.Context, row *scaleRow) error {
+	if s.cfg.stall == 0 || row.Leaderless > 0 {
+		return nil
+	}
+	before := s.counters.allCampaigns.Load()
+	s.prog.say(fmt.Sprintf("%d clusters stalled (coalescing %s)", s.clusters, onOff(s.coalesce)))
+	contend(s.cfg.stall)
+	var err error
+	row.StallRecovered, row.StallUnrecovered, err = s.quietAfter(ctx, time.Now(), "recovering")
+	row.Stall = s.cfg.stall
+	row.StallCampaigns = s.counters.allCampaigns.Load() - before
+	return err
+}
+
+// contend keeps two goroutines per CPU spinning for d, and returns when
+// they stop: the scheduler then gives the process's own goroutines about
+// a third of the CPU time they had.
+func contend(d time.Duration) {
+	end := time.Now().Add(d)
+	var spinning sync.WaitGroup
+	for range 2 * runtime.GOMAXPROCS(0) {
+		spinning.Go(func() {
+			for time.Now().Before(end) {
+			}
+		})
+	}
+	spinning.Wait()
 }
 
 // failoverAlone measures failover on this run's one cluster, alone.
