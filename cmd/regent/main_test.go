@@ -143,6 +143,8 @@ func TestUsageErrorsNameTheFlag(t *testing.T) {
 			[]string{"REGENT_HEARTBEAT", "--heartbeat"}, nil},
 		{"inspect without a node", cookie, []string{"inspect"}, []string{"exactly one node name"}, nil},
 		{"a bench size below the floor", nil, []string{"bench", "--sizes", "2"}, []string{"--sizes"}, nil},
+		{"a negative stall", nil, []string{"bench", "scale", "--stall", "-1s"}, []string{"--stall", "negative"}, nil},
+		{"a negative settling bound", nil, []string{"bench", "scale", "--settle-max", "-1s"}, []string{"--settle-max", "negative"}, nil},
 		{"an argument demo does not take", nil, []string{"demo", "extra"}, []string{"unexpected"}, nil},
 	} {
 		t.Run(tc.name+" is a usage error naming what to fix", func(t *testing.T) {
@@ -245,6 +247,23 @@ func TestBench(t *testing.T) {
 		assert.Equal(t, 800, rows[0].ElectionMaxMS)
 		assert.Equal(t, 100, rows[0].HeartbeatMS)
 		assert.Positive(t, rows[0].AllLeaders)
+	})
+	t.Run("scale settles before the window and recovers from a stall after it", func(t *testing.T) {
+		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "300ms", "--json",
+			"--coalescing", "on", "--failovers", "0", "--stall", "100ms", "--settle-max", "2m")
+		require.Equal(t, 0, code, errOut)
+		var rows []scaleRow
+		require.NoError(t, json.Unmarshal([]byte(out), &rows))
+		require.Len(t, rows, 1)
+		r := rows[0]
+		assert.False(t, r.Unsettled, "two clusters go quiet long before two minutes")
+		assert.Equal(t, 100*time.Millisecond, r.Stall)
+		assert.False(t, r.StallUnrecovered, "and again after a stall of a tenth of a second")
+		code, out, errOut = runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "300ms",
+			"--coalescing", "on", "--failovers", "0", "--stall", "100ms", "--settle-max", "0")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "stall 100ms: elections, quiet after ms", "the table has the stall's column")
+		assert.Contains(t, out, "Stall: after the window")
 	})
 }
 

@@ -143,7 +143,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs := newFlags(env, "bench scale", scaleSynopsis)
 	fs.Var(&cfg.clusters, "clusters", "numbers of clusters to measure, comma-separated (10,000 takes minutes; ask for it)")
 	fs.DurationVar(&cfg.window, "window", 30*time.Second, "steady-state window over which CPU, traffic and spurious elections are counted")
-	fs.DurationVar(&cfg.settleMax, "settle-max", 3*time.Minute, "once every cluster has a leader, wait at most this long for a quiet spell with no election (see \"settled\") before the window; 0: start the window at once")
+	fs.DurationVar(&cfg.settleMax, "settle-max", 3*time.Minute, "once every cluster has a leader, wait at most this long for a quiet spell with no election (see \"settled\") before the window, and as long after --stall; 0: do not wait")
 	fs.DurationVar(&cfg.stall, "stall", 0, "after the window, keep every CPU busy with other goroutines for this long (a noisy neighbour, a long collection) and count the elections it sets off until the clusters are quiet again (0: no stall)")
 	fs.IntVar(&cfg.nodes, "nodes", 5, "nodes (and members per cluster)")
 	fs.IntVar(&cfg.timings.eMin, "election-min", leader.DefaultElectionTimeoutMin, "ElectionTimeoutMin of every member, ms")
@@ -155,7 +155,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
-	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end: clusters with a leader, CPU, campaigns, the campaign gate, GC, and every coalescer, pair beat and gate counter that moved (0: none)")
+	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end (or the stall's recovery): clusters with a leader, CPU, campaigns, the campaign gate, GC, and every coalescer, pair beat and gate counter that moved (0: none)")
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -533,7 +533,6 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	net1, coal1 := s.traffic()
 	in1 := s.memberMessages()
 	s.counters.counting.Store(false)
-	s.endTrace() // the failovers kill nodes the trace would read
 	pairs := float64(s.cfg.nodes*(s.cfg.nodes-1)) / 2
 	row.Window = wall
 	row.CPUShare = float64(cpu1-cpu0) / float64(wall)
@@ -549,6 +548,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.stall(ctx, &row); err != nil {
 		return row, err
 	}
+	s.endTrace() // the failovers kill nodes the trace would read
 	if s.cfg.failovers > 0 && row.Leaderless == 0 {
 		row.FailoverCase = s.cfg.failoverCase
 		if row.Failover, err = s.failovers(ctx); err != nil {
