@@ -41,7 +41,7 @@ two back to back so their ratio is fair on a shared machine):
   KB/s       the window, summed, divided by the number of node pairs
              n(n-1)/2 (both directions of a pair together); KB/s likewise
              with bytes
-  heap       heap in use per member, after every cluster has a leader
+  heap       heap in use per member, once the clusters are quiet (settled)
   campaigns  elections started per minute during the window (the target is 0)
   failover   the time from a fault to a new leader recognised by a majority,
              p50 and p99 over --failovers trials, measured on one cluster
@@ -501,14 +501,14 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.start(ctx, &row); err != nil {
 		return row, err
 	}
+	if err := s.settle(ctx, &row); err != nil {
+		return row, err
+	}
 	row.HeapPerActor = float64(int64(heapInUse())-int64(s.heapBefore)) / float64(row.Actors)
 	if s.heapProfile != "" {
 		if err := writeHeapProfile(s.heapProfile); err != nil {
 			return row, err
 		}
-	}
-	if err := s.settle(ctx, &row); err != nil {
-		return row, err
 	}
 	row.Goroutines = runtime.NumGoroutine()
 
