@@ -640,7 +640,7 @@ type inbox struct {
 	// themselves (beatenAhead.skipped).
 	skipped int
 	// election and owner are the member's election timer and its owner,
-	// which a pair's watchdog and a binding's end resume (rule 8); set
+	// which a pair's watchdog fires and a binding's end resumes (rule 8); set
 	// before the inbox is added and never changed. Nil in tests.
 	election *shellTimer
 	owner    *timerOwner
@@ -837,8 +837,8 @@ func (ib *inbox) withdraw(c *coalescer) {
 // arrival plus the steady answer's Timeout. It reports false when none is
 // held.
 // parked says the timer may be parked meanwhile: the member is bound on a
-// pair whose watchdog has not fired since its last beat, so it will resume
-// the timer should the beats stop (rule 8).
+// pair whose watchdog has not fired since its last beat, so it will fire
+// the timer should the beats stop for its Timeout (rule 8).
 func (ib *inbox) heardUntil() (until time.Duration, ok, parked bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()

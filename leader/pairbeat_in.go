@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,12 +49,16 @@ type pairIn struct {
 	lastTickAt atomic.Int64
 	// watchdog fires when no beat came for minTimeout, the shortest
 	// election Timeout of a member bound since the pair was last without
-	// any (both under mu): it resumes the bound members' parked election
-	// timers. barked is the last tick it fired after, read by the timers
-	// without mu: a timer parks only while it is not lastTick.
+	// any (both under mu): it fires the parked election timers of the bound
+	// members whose own Timeout has passed since the last beat, in deadline
+	// order, and runs again for the next (overdue, next, under mu). barked
+	// is the last tick it fired after, read by the timers without mu: a
+	// timer parks only while it is not lastTick.
 	watchdog   *time.Timer
 	minTimeout time.Duration
 	barked     atomic.Uint64
+	overdue    []parkedDeadline
+	next       int
 	// unbound are the members whose binding the coalescer ended under mu,
 	// whose timers are resumed once it is released.
 	unbound []*inbox
@@ -64,18 +70,53 @@ func (src *pairIn) watching() bool {
 	return src.barked.Load() != src.lastTick.Load()
 }
 
-// bark is the watchdog's callback: the beats stopped, so every bound
-// member's election timer runs again, for its own deadline.
+// parkedDeadline is when a bound member's election timeout passes if no
+// beat comes: the pair's last beat plus the member's Timeout.
+type parkedDeadline struct {
+	at time.Duration
+	b  *pairBinding
+}
+
+// bark is the watchdog's callback: the beats stopped. It fires, itself and
+// one after another, the election timers of the bound members whose own
+// Timeout has passed since their last beat, and runs again at the next
+// such deadline; a beat that comes meanwhile starts it afresh (watch), and
+// the members not yet due stay parked. Resuming every bound member's Go
+// timer at once instead would start thousands of goroutines on a loaded
+// node at the moment it is late already, which is what makes it later.
 func (src *pairIn) bark() {
 	src.mu.Lock()
-	src.barked.Store(src.lastTick.Load())
-	woken := make([]*inbox, 0, len(src.bound))
-	for _, b := range src.bound {
-		woken = append(woken, b.ib)
+	now := sinceEpoch(time.Now())
+	tick := src.lastTick.Load()
+	if len(src.bound) == 0 || now < time.Duration(src.lastTickAt.Load())+src.minTimeout {
+		src.mu.Unlock()
+		return // stopped, or a beat came since this firing was due
+	}
+	if src.barked.Load() != tick {
+		src.barked.Store(tick)
+		src.overdue, src.next = src.overdue[:0], 0
+		for _, b := range src.bound {
+			at, _ := b.lastBeat()
+			b.ib.mu.Lock()
+			at += b.ib.steady.Timeout
+			b.ib.mu.Unlock()
+			src.overdue = append(src.overdue, parkedDeadline{at: at, b: b})
+		}
+		slices.SortFunc(src.overdue, func(x, y parkedDeadline) int { return cmp.Compare(x.at, y.at) })
+	}
+	var due []*inbox
+	for ; src.next < len(src.overdue) && src.overdue[src.next].at <= now; src.next++ {
+		if b := src.overdue[src.next].b; src.bound[b.slot] == b {
+			due = append(due, b.ib)
+		}
+		src.overdue[src.next].b = nil
+	}
+	if src.next < len(src.overdue) {
+		src.watchdog.Reset(src.overdue[src.next].at - now)
 	}
 	src.mu.Unlock()
-	for _, ib := range woken {
-		ib.resumeElection()
+	for _, ib := range due {
+		ib.fireParked()
 	}
 }
 

@@ -14,8 +14,10 @@ import (
 )
 
 // lateLeader is pairLeader once its instant's pair beats went out, woken
-// and beating again: its timer's owner, and a millisecond after that
-// instant, when its next tick comes late.
+// and beating again: its timer's owner, and a moment after that instant,
+// halfway to the grid's next, when its next tick comes late. (A fixed
+// millisecond fell after the next instant whenever the test's start put
+// that instant less than a millisecond away.)
 func lateLeader(t *testing.T, given time.Time) (*pairingLeader, *timerOwner, time.Duration) {
 	l := pairLeader(t, given)
 	t0 := l.paired
@@ -26,7 +28,7 @@ func lateLeader(t *testing.T, given time.Time) (*pairingLeader, *timerOwner, tim
 	b := l.ib.lead.beat
 	l.ib.publishBeat(&b, []time.Duration{t0, t0})
 	o := &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}
-	return l, o, t0 + time.Millisecond
+	return l, o, t0 + (l.pb.instantAfter(t0)-t0)/2
 }
 
 // Rule 8.1 and 8.5: a leader paired late (its instant's pair beats had
@@ -325,4 +327,96 @@ func spHandle(m *spMember, pairs []*spPair, rng *rand.Rand) {
 	}
 	m.a.inbox.publish(&r)
 	m.a.answering = true
+}
+
+// Rule 8 of the coalescer, the watchdog's side: once a pair's beats stop,
+// the watchdog wakes each bound member when the member's own Timeout has
+// passed since the last beat, never earlier, in deadline order, and firing
+// the timers itself: a member whose Timeout has not passed keeps its timer
+// parked rather than having it resumed with every other bound member's.
+func TestTheWatchdogWakesBoundMembersByTheirOwnDeadline(t *testing.T) {
+	c, _, _ := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour
+	p := &coalescerProcess{Process: &firings{}, c: c}
+	share := &nodeShare{coal: c}
+	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	sp := &spPair{node: "p@h", leader: leader, hb: hb, epoch: 1, slots: make(map[uint32]*spMember)}
+	timeouts := []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond, time.Hour}
+	members := make([]*spMember, len(timeouts))
+	woken := make([]atomic.Int64, len(timeouts)) // when each woke, on the shell's clock
+	var joins []PairJoin
+	for i, timeout := range timeouts {
+		m := &spMember{a: &Actor{share: share}, pid: gen.PID{Node: "n@h", ID: uint64(100 + i), Creation: 1}, timeout: timeout}
+		m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
+		m.a.timerOwner = &timerOwner{process: &wakeAt{at: &woken[i]}, pid: m.pid, inbox: &m.a.inbox}
+		m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+		c.addInbox(m.pid, &m.a.inbox)
+		t.Cleanup(m.a.stopTimers)
+		// Its timer is due at once, so it parks at the first firing while bound.
+		m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
+		m.a.inbox.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: hb, Ack: m.ack, Timeout: timeout},
+			linger: time.Hour, since: sinceEpoch(time.Now())})
+		m.a.answering = true
+		members[i] = m
+		joins = append(joins, sp.join(m))
+	}
+	beat := func(joins []PairJoin) {
+		prev := sp.tick
+		sp.tick++
+		p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: sp.epoch, Prev: prev, Tick: sp.tick, Joins: joins}, time.Now())
+		c.take(sp.node)
+	}
+	parked := func(m *spMember) bool {
+		tm := &m.a.timers[election.TimerElection]
+		tm.mu.Lock()
+		defer tm.mu.Unlock()
+		return tm.runAt == 0 && tm.due != 0
+	}
+	// Beats keep every member bound until all four timers have parked.
+	beat(joins)
+	require.Eventually(t, func() bool {
+		beat(nil)
+		for i, m := range members {
+			if woken[i].Load() != 0 {
+				woken[i].Store(0) // a beat came late on a loaded machine: it counts from the next
+			}
+			if !parked(m) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 5*time.Millisecond, "bound members' timers park while beats come")
+	src := members[0].a.inbox.paired.src
+	for i := range woken {
+		woken[i].Store(0)
+	}
+	// The beats stop.
+	src.mu.Lock()
+	last := time.Duration(src.lastTickAt.Load())
+	src.mu.Unlock()
+	require.Eventually(t, func() bool { return woken[2].Load() != 0 }, 30*time.Second, time.Millisecond, "the member with the third Timeout wakes")
+	for i, timeout := range timeouts[:3] {
+		at := time.Duration(woken[i].Load())
+		require.NotZero(t, at, "member %d, Timeout %s, woke before the one after it", i, timeout)
+		assert.GreaterOrEqual(t, at, last+timeout, "member %d woke before its own Timeout passed since the last beat", i)
+		if i > 0 {
+			assert.GreaterOrEqual(t, at, time.Duration(woken[i-1].Load()), "members wake in the order of their deadlines")
+		}
+	}
+	assert.Zero(t, woken[3].Load(), "the member whose Timeout has not passed does not wake")
+	assert.True(t, parked(members[3]), "and its timer stays parked, for the watchdog or the next beat")
+}
+
+// wakeAt records when the member's election timer fired, on the shell's clock.
+type wakeAt struct {
+	gen.Process
+	at *atomic.Int64
+}
+
+func (w *wakeAt) Send(to any, message any) error {
+	if f, ok := message.(timerFired); ok && f.kind == election.TimerElection {
+		w.at.CompareAndSwap(0, int64(sinceEpoch(time.Now())))
+	}
+	return nil
 }

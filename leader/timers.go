@@ -35,10 +35,10 @@ import (
 //     plus the steady answer's Timeout) instead of waking the actor: a
 //     follower whose leader is steady is not woken by its election timer.
 //     While the actor is bound on a pair (rule 8) the timer is parked, not
-//     re-armed: the pair's watchdog resumes it once the pair's beats stop
-//     for the shortest Timeout bound there, and the binding's end resumes
-//     it otherwise, so a bound follower's timer fires only when its leader
-//     falls silent.
+//     re-armed: the pair's watchdog fires it once the member's own Timeout
+//     has passed since the pair's last beat (inbox.fireParked), and the
+//     binding's end resumes it otherwise, so a bound follower's timer
+//     fires only when its leader falls silent.
 //  6. The heartbeat timer fires on a grid shared by every leader of the node
 //     with the same HeartbeatInterval d (one Go timer for them all, a
 //     heartbeatGrid): at the last instant gridEpoch +
@@ -183,6 +183,31 @@ func (ib *inbox) resumeElection() {
 	t.mu.Lock()
 	t.resume(sinceEpoch(time.Now()), ib.owner, election.TimerElection)
 	t.mu.Unlock()
+}
+
+// fireParked fires the member's parked election timer in the caller's
+// goroutine, as its Go timer would have at its deadline: the pair's
+// watchdog wakes the bound members whose timeout passed so (rule 8). A
+// timer scheduled or cancelled since is left to that; one whose deadline
+// moved later is scheduled for it. Called with no inbox or pair lock held.
+func (ib *inbox) fireParked() {
+	t := ib.election
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.runAt != 0 || t.due == 0 {
+		t.mu.Unlock()
+		return
+	}
+	if now := sinceEpoch(time.Now()); t.due > now {
+		t.schedule(now, ib.owner, election.TimerElection)
+		t.mu.Unlock()
+		return
+	}
+	t.runAt = t.due
+	t.mu.Unlock()
+	t.fire(ib.owner, election.TimerElection)
 }
 
 // resume schedules t for its deadline when it has one and nothing is
@@ -413,8 +438,9 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 			if !parked {
 				t.schedule(now, o, kind)
 			}
-			// Parked: the pair's watchdog resumes it once the beats stop
-			// (rule 8), whoever ends the binding resumes it otherwise.
+			// Parked: the pair's watchdog fires it once the beats stop
+			// for its Timeout (rule 8), whoever ends the binding resumes
+			// it otherwise.
 			t.mu.Unlock()
 			return
 		}
