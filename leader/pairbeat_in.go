@@ -94,6 +94,7 @@ func (src *pairIn) bark() {
 	}
 	if src.barked.Load() != tick {
 		src.barked.Store(tick)
+		clear(src.overdue) // no binding of an earlier silence is kept alive
 		src.overdue, src.next = src.overdue[:0], 0
 		for _, b := range src.bound {
 			at, _ := b.lastBeat()
