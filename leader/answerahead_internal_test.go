@@ -84,7 +84,7 @@ func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 	// callback, heardUntil, takes the same lock), and the coalescer process
 	// goes on to its next batch.
 	withdrawn := make(chan struct{})
-	go func() { ib.withdraw(c); close(withdrawn) }()
+	go func() { ib.withdrawPaired(c); close(withdrawn) }()
 	select {
 	case <-withdrawn:
 	case <-time.After(5 * time.Second):

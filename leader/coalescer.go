@@ -235,12 +235,14 @@ func (s CoalescerStats) Plus(o CoalescerStats) CoalescerStats {
 // Since returns what s counted after earlier, counter by counter, for two
 // readings of the same coalescers. Running is s's.
 func (s CoalescerStats) Since(earlier CoalescerStats) CoalescerStats {
-	return combineStats(s, earlier, func(a, b uint64) uint64 {
+	c := combineStats(s, earlier, func(a, b uint64) uint64 {
 		if a < b {
 			return 0
 		}
 		return a - b
 	})
+	c.Running = s.Running
+	return c
 }
 
 // combineStats applies op to each counter of a and b; every counter is
@@ -712,12 +714,8 @@ func (c *coalescer) removeInbox(pid gen.PID) {
 	c.inboxMu.Unlock()
 	if ib != nil {
 		ib.withdrawPaired(c)
-		var q *pairedLeader
 		ib.mu.Lock()
-		if ib.lead != nil && ib.lead.paired != nil {
-			q = ib.lead.paired
-			ib.fold()
-		}
+		q := ib.fold()
 		n := len(ib.acks) + len(ib.beats)
 		ib.acks, ib.beats, ib.spareAcks, ib.spareBeats, ib.closed, ib.answering = nil, nil, nil, nil, true, false
 		if ib.lead != nil {
@@ -824,12 +822,6 @@ func (ib *inbox) publish(r *steadyReply) {
 	ib.mu.Lock()
 	ib.steady, ib.answering = *r, true
 	ib.mu.Unlock()
-}
-
-// withdraw stops the coalescer from answering for the member, and ends
-// its pair binding (rule 8).
-func (ib *inbox) withdraw(c *coalescer) {
-	ib.withdrawPaired(c)
 }
 
 // heardUntil is when the member's election timer will be due once it has

@@ -348,4 +348,7 @@ func TestCoalescerStatsPlusAndSinceCoverEveryCounter(t *testing.T) {
 	}
 	assert.Equal(t, map[string]uint64{"stale_pair": 6}, a.Plus(a).Dropped)
 	assert.Empty(t, a.Since(a).Dropped)
+	stopped, running := CoalescerStats{}, CoalescerStats{Running: true}
+	assert.True(t, stopped.Plus(running).Running, "a sum runs when either does")
+	assert.False(t, stopped.Since(running).Running, "a difference runs when the later reading does")
 }

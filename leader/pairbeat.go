@@ -150,7 +150,6 @@ type pairOut struct {
 // pairedLeader is a leader whose ticks the pair beats do.
 type pairedLeader struct {
 	pb    *pairBeats
-	ib    *inbox
 	owner *timerOwner
 	timer *shellTimer
 	pid   gen.PID
@@ -184,7 +183,6 @@ type takenPairAcks struct {
 type beatSlot struct {
 	id     uint32
 	leader *pairedLeader
-	member int
 	pair   *pairOut
 	// join is the tick the slot joined on, leave the tick of the beat that
 	// carries its leave (zero while it stands), and leftAt when it left.
@@ -271,7 +269,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 	case pb.nextAt == 0:
 		pb.nextAt = now // the pairs tick at this very instant
 	}
-	q := &pairedLeader{pb: pb, ib: ib, owner: o, timer: t, pid: o.pid, since: pb.tick + 1, parked: b.until,
+	q := &pairedLeader{pb: pb, owner: o, timer: t, pid: o.pid, since: pb.tick + 1, parked: b.until,
 		until: b.until, window: b.Window, slots: make([]*beatSlot, len(b.Members))}
 	if sent {
 		q.sent = now
@@ -289,7 +287,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 		}
 		po.coverWindow = min(po.coverWindow, b.Window)
 		po.nextSlot++
-		s := &beatSlot{id: po.nextSlot, leader: q, member: i, pair: po, join: q.since, lastAck: p.lastAck[i], from: m.PID, ack: m.Ack}
+		s := &beatSlot{id: po.nextSlot, leader: q, pair: po, join: q.since, lastAck: p.lastAck[i], from: m.PID, ack: m.Ack}
 		q.slots[i] = s
 		po.slots[s.id] = s
 		po.pending[s.id] = s
@@ -341,6 +339,13 @@ func (pb *pairBeats) unpair(q *pairedLeader) pairedDone {
 	return d
 }
 
+// unpairTo unpairs q and has its timer resume at at once mu is released.
+// Called with mu held.
+func (pb *pairBeats) unpairTo(q *pairedLeader, at time.Duration, fx *pairEffects) {
+	pb.unpair(q)
+	fx.resume = append(fx.resume, resumeAt{q, at})
+}
+
 // withdraw unpairs q for its leader, which woke; the leader resumes its own
 // timer.
 func (pb *pairBeats) withdraw(q *pairedLeader) pairedDone {
@@ -352,15 +357,13 @@ func (pb *pairBeats) withdraw(q *pairedLeader) pairedDone {
 // resetPair ends the epoch of po (rule 6): its leaders are unpaired, to
 // resume at resumeAt, and told err when it is not nil. Called with mu held.
 func (pb *pairBeats) resetPair(po *pairOut, resume time.Duration, err error, fx *pairEffects) {
-	seen := make(map[*pairedLeader]bool)
+	// Unpairing a leader takes all its slots off po.slots, so the loop
+	// meets each leader once.
 	for _, s := range po.slots {
-		if q := s.leader; !seen[q] {
-			seen[q] = true
-			pb.unpair(q)
-			fx.resume = append(fx.resume, resumeAt{q, resume})
-			if err != nil {
-				fx.failed = append(fx.failed, failedTo{q.pid, po.dest, err})
-			}
+		q := s.leader
+		pb.unpairTo(q, resume, fx)
+		if err != nil {
+			fx.failed = append(fx.failed, failedTo{q.pid, po.dest, err})
 		}
 	}
 	pb.epochs++
@@ -393,8 +396,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 		first := true
 		for q := range pb.leaders {
 			if now > q.until {
-				pb.unpair(q)
-				fx.resume = append(fx.resume, resumeAt{q, now})
+				pb.unpairTo(q, now, &fx)
 				continue
 			}
 			if first || q.until < pb.untilAt {
@@ -409,8 +411,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 		}
 		for _, s := range po.pending {
 			if now-s.lastAck >= s.leader.window {
-				pb.unpair(s.leader)
-				fx.resume = append(fx.resume, resumeAt{s.leader, now})
+				pb.unpairTo(s.leader, now, &fx)
 			}
 		}
 	}
@@ -451,8 +452,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 func (pb *pairBeats) unpairAll(po *pairOut, now time.Duration, fx *pairEffects) {
 	for _, s := range po.slots {
 		if !s.leader.ended {
-			pb.unpair(s.leader)
-			fx.resume = append(fx.resume, resumeAt{s.leader, now})
+			pb.unpairTo(s.leader, now, fx)
 		}
 	}
 }
@@ -509,8 +509,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 	next := pb.instantAfter(pb.lastTick)
 	for _, id := range a.Refused {
 		if s := po.slots[id]; s != nil && !s.leader.ended {
-			pb.unpair(s.leader)
-			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			pb.unpairTo(s.leader, next, fx)
 			pb.coal.stats.pairRefused.Add(1)
 		}
 	}
@@ -532,8 +531,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		// A late one (rule 3): its leaders step it themselves.
 		for _, s := range po.slots {
 			if s.firstAck > 0 && !s.leader.ended {
-				pb.unpair(s.leader)
-				fx.resume = append(fx.resume, resumeAt{s.leader, next})
+				pb.unpairTo(s.leader, next, fx)
 				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 			}
 		}
@@ -548,14 +546,12 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		if !slices.Contains(a.Bound, id) {
 			// Not confirmed: its join or its PairAck was lost, or the
 			// follower node did not take it. Nothing covers it.
-			pb.unpair(s.leader)
-			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			pb.unpairTo(s.leader, next, fx)
 			pb.coal.stats.pairRefused.Add(1)
 			continue
 		}
 		if at-s.lastAck >= s.leader.window {
-			pb.unpair(s.leader)
-			fx.resume = append(fx.resume, resumeAt{s.leader, next})
+			pb.unpairTo(s.leader, next, fx)
 			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
 			continue
 		}
@@ -652,13 +648,14 @@ func (q *pairedLeader) resumeNext() {
 }
 
 // fold adds what the pair beats did for the leader to what was beaten
-// ahead (rule 5), unpairing it first if it still is. Called with the
-// inbox's mu held; the caller resumes the leader's timer when it is not
-// the timer itself.
-func (ib *inbox) fold() {
-	q := ib.lead.paired
+// ahead (rule 5), unpairing it first if it still is, and returns the
+// pairing it ended, nil when there was none. Called with the inbox's mu
+// held; the caller resumes the leader's timer (resumeNext, resume) once it
+// is released, when it is not the timer itself.
+func (ib *inbox) fold() *pairedLeader {
+	q := ib.lead.pairedLeader()
 	if q == nil {
-		return
+		return nil
 	}
 	ib.lead.paired = nil
 	d := q.pb.withdraw(q)
@@ -677,4 +674,5 @@ func (ib *inbox) fold() {
 		}
 		p.lastAck[i] = max(p.lastAck[i], a.Last)
 	}
+	return q
 }

@@ -338,8 +338,9 @@ func (c *coalescer) pairAckLinger(interval int64) time.Duration {
 	return lingerFor(time.Duration(interval))
 }
 
-// withdrawPaired ends the member's binding, if any, with its answer
-// withdrawn in the same step: no beat counts for it once it moves. The
+// withdrawPaired stops the coalescer from answering for the member and
+// ends its binding, if any, in the same step: no beat counts for it once
+// it moves. The
 // binding can only be taken under the pair's lock, which comes before the
 // inbox's.
 func (ib *inbox) withdrawPaired(c *coalescer) {

@@ -346,7 +346,7 @@ func TestABoundMemberAnswersEveryBeatUntilItWithdraws(t *testing.T) {
 	require.Len(t, acks, 3)
 	assert.Empty(t, acks[2].Refused)
 
-	ib.withdraw(c)
+	ib.withdrawPaired(c)
 	assert.Nil(t, ib.paired)
 	_, beats, ahead := ib.take()
 	require.Len(t, beats, 1, "the beats are held as their last one")
@@ -384,7 +384,7 @@ func TestAJoinTheMembersAnswerDoesNotAnswerIsRefused(t *testing.T) {
 	assert.Equal(t, ib.steady.Ack.Declines, b.Acks[0].Message.Declines)
 	assert.Zero(t, sent.count())
 
-	ib.withdraw(p.c)
+	ib.withdrawPaired(p.c)
 	j.Slot = 2
 	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 1, Tick: 2, Joins: []PairJoin{j}}, time.Now())
 	assert.Nil(t, ib.paired, "no answer published: refused")

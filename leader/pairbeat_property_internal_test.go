@@ -619,7 +619,7 @@ func (h *pairHarness) someMember() *phMember {
 // withdrawMember is a follower starting to handle a message.
 func (h *pairHarness) withdrawMember() {
 	m := h.someMember()
-	m.ib.withdraw(h.cF[m.node])
+	m.ib.withdrawPaired(h.cF[m.node])
 	m.publish = false
 	m.gen++
 }
@@ -660,7 +660,7 @@ func (h *pairHarness) wakeMember() {
 		return
 	}
 	m.mail = false
-	m.ib.withdraw(h.cF[m.node])
+	m.ib.withdrawPaired(h.cF[m.node])
 	m.ib.take()
 	correct := h.rng.Intn(4) > 0 // where its core stands
 	m.publish = false

@@ -346,7 +346,7 @@ func (a *Actor) publishSteady() {
 // its timer and the coalescer from beating ahead for it.
 func (a *Actor) withdrawSteady() {
 	if a.answering {
-		a.inbox.withdraw(a.share.coal)
+		a.inbox.withdrawPaired(a.share.coal)
 		a.answering = false
 		// A timer parked while bound runs again (rule 8 of the coalescer).
 		a.inbox.resumeElection()

@@ -90,11 +90,9 @@ func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartb
 func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.Duration) (time.Duration, bool) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	if ib.lead != nil && ib.lead.paired != nil {
-		// Its pairing ended (rule 8), or its beat did: what the pair beats
-		// did counts first.
-		ib.fold()
-	}
+	// Its pairing ended (rule 8), or its beat did: what the pair beats did
+	// counts first.
+	ib.fold()
 	if ib.closed || !ib.beating || ib.lead.ahead.broken || !c.running() {
 		return 0, false
 	}
@@ -199,8 +197,7 @@ func (a *Actor) withdrawBeat() {
 	if a.beating {
 		a.inbox.mu.Lock()
 		a.inbox.beating = false
-		q := a.inbox.lead.paired
-		a.inbox.fold()
+		q := a.inbox.fold()
 		a.inbox.mu.Unlock()
 		if q != nil {
 			q.resumeNext()

@@ -380,32 +380,34 @@ func (g *heartbeatGrid) fire() {
 	g.mu.Lock()
 	now := sinceEpoch(time.Now())
 	var ready []gridFiring
+	next := time.Duration(0) // the earliest of the rest
 	for t, e := range g.due {
-		if e.at <= now {
+		switch {
+		case e.at <= now:
 			ready = append(ready, gridFiring{t, e.owner})
 			delete(g.due, t)
+		case next == 0 || e.at < next:
+			next = e.at
 		}
 	}
+	// A timer added while the due ones fire sets the Go timer itself
+	// (runAt, from next zero); one removed meanwhile costs at most an early
+	// run that finds nothing due.
 	g.next = 0
 	g.mu.Unlock()
 	for _, f := range ready {
 		f.timer.fire(f.owner, election.TimerHeartbeat)
 	}
-	pairsAt := time.Duration(0)
 	if g.pairs != nil {
 		g.pairs.fire(now)
-		pairsAt = g.pairs.next()
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	next := pairsAt
-	for _, e := range g.due {
-		if next == 0 || e.at < next {
-			next = e.at
+		if at := g.pairs.next(); at != 0 && (next == 0 || at < next) {
+			next = at
 		}
 	}
 	if next != 0 {
+		g.mu.Lock()
 		g.runAt(next, sinceEpoch(time.Now()))
+		g.mu.Unlock()
 	}
 }
 
