@@ -242,7 +242,12 @@ func (r *relations) nodeDown(name gen.Atom) {
 }
 
 // nodeUnreachable is nodeDown with the reason watchers learn; it must wrap
-// gen.ErrNoConnection.
+// gen.ErrNoConnection. A node that is stopping tells its own processes
+// nothing (a Call waiting on the peer still fails at once): they are ending,
+// and a force stop, which cuts every connection before it ends them, would
+// otherwise have each one run a callback per peer it watched first, work a
+// crashed node never does and its peers' failover waits behind when they
+// share the CPU.
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 	r.mu.Lock()
 	var fired, dropped []relEntry
@@ -281,7 +286,11 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 		r.removeLocked(e.target, e.w)
 	}
 	r.mu.Unlock()
+	ending := !r.node.IsAlive()
 	for _, e := range fired {
+		if ending && e.w.kind != relCall && e.w.pid.Node == r.node.name {
+			continue
+		}
 		r.node.notify(e.target, e.w, reason)
 	}
 }
