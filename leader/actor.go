@@ -95,9 +95,12 @@ type Actor struct {
 	// registered: this actor holds its node's place in the cluster registry.
 	registered bool
 	// answering says the steady answer in the inbox is published (between
-	// two messages); replaying, that the core's next acknowledgement to
-	// that answer's leader repeats one the coalescer sent ahead (stepHeld).
-	answering, replaying bool
+	// two messages); suspended, that it was withdrawn for the message being
+	// handled with the member's pair binding kept, to stand again if the
+	// answer after it is the same (rule 8); replaying, that the core's next
+	// acknowledgement to that answer's leader repeats one the coalescer
+	// sent ahead (stepHeld).
+	answering, suspended, replaying bool
 	// beating says the steady beat in the inbox is published (between two
 	// messages; coalescer.go, rule 7).
 	beating bool
@@ -261,9 +264,11 @@ func (a *Actor) ProcessTerminate(reason error) {
 
 // handle handles one message. The member's steady answer is withdrawn
 // while it does (coalescer.go, rule 6): nothing is answered for it while
-// its state moves, and what was answered before is stepped first.
+// its state moves, and what was answered before is stepped first. A pair
+// binding is only suspended meanwhile, and stands again when the message
+// left the answer as it was (a probe's firing, a down of another member).
 func (a *Actor) handle(m *gen.MailboxMessage) error {
-	a.withdrawSteady()
+	a.suspendSteady()
 	if err := a.handleMessage(m); err != nil {
 		return err
 	}

@@ -84,7 +84,8 @@ import (
 //     their nodes, and from then on one PairBeat per node pair per tick,
 //     and one PairAck back, stand for the ticks and acknowledgements of
 //     every leader paired there; the follower's node binds a slot while the
-//     member's published answer answers it, the leader's node credits a
+//     member's published answer answers it (a wake-up that leaves the
+//     answer as it was keeps the binding), the leader's node credits a
 //     slot only once a PairAck names it bound, and anything else falls back
 //     to rule 7. A steady cluster then costs nothing per tick on the wire,
 //     in the coalescers or in its timers.
@@ -214,9 +215,11 @@ type CoalescerStats struct {
 	// started afresh (on either side), PairFailed the beats that could not
 	// be sent. On the followers' node: PairBeatsIn the beats received,
 	// PairBound the slots bound to a member, PairRefused the slots refused
-	// (on either side), PairUnbound the bindings ended.
+	// (on either side), PairUnbound the bindings ended, PairKept the
+	// bindings that stood through their member's wake-up, its answer the
+	// same after it.
 	Paired, Unpaired, PairBeatsOut, PairAcksIn, PairResets, PairFailed uint64
-	PairBeatsIn, PairBound, PairRefused, PairUnbound                   uint64
+	PairBeatsIn, PairBound, PairRefused, PairUnbound, PairKept         uint64
 	// Mismatched counts heartbeats answered ahead whose follower, stepping
 	// them later, sent another answer (sent too), and catch-ups on a steady
 	// beat its leader's core refused: 0 unless the core breaks the promise
@@ -259,6 +262,7 @@ func combineStats(a, b CoalescerStats, op func(a, b uint64) uint64) CoalescerSta
 		PairResets: op(a.PairResets, b.PairResets), PairFailed: op(a.PairFailed, b.PairFailed),
 		PairBeatsIn: op(a.PairBeatsIn, b.PairBeatsIn), PairBound: op(a.PairBound, b.PairBound),
 		PairRefused: op(a.PairRefused, b.PairRefused), PairUnbound: op(a.PairUnbound, b.PairUnbound),
+		PairKept:   op(a.PairKept, b.PairKept),
 		Mismatched: op(a.Mismatched, b.Mismatched), Dropped: make(map[string]uint64)}
 	for r, v := range a.Dropped {
 		if n := op(v, b.Dropped[r]); n > 0 {
@@ -282,7 +286,7 @@ func (s CoalescerStats) PairEvents() map[string]uint64 {
 	return map[string]uint64{
 		"paired": s.Paired, "unpaired": s.Unpaired, "beats_out": s.PairBeatsOut, "acks_in": s.PairAcksIn,
 		"resets": s.PairResets, "failed": s.PairFailed, "beats_in": s.PairBeatsIn, "bound": s.PairBound,
-		"refused": s.PairRefused, "unbound": s.PairUnbound,
+		"refused": s.PairRefused, "unbound": s.PairUnbound, "kept": s.PairKept,
 	}
 }
 
@@ -296,7 +300,7 @@ type coalescerCounters struct {
 	paired, unpaired, pairBeatsOut, pairAcksIn   atomic.Uint64
 	pairResets, pairFailed                       atomic.Uint64
 	pairBeatsIn, pairBound, pairRefused          atomic.Uint64
-	pairUnbound                                  atomic.Uint64
+	pairUnbound, pairKept                        atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -589,7 +593,8 @@ func (c *coalescer) Stats() CoalescerStats {
 		PairResets: c.stats.pairResets.Load(), PairFailed: c.stats.pairFailed.Load(),
 		PairBeatsIn: c.stats.pairBeatsIn.Load(), PairBound: c.stats.pairBound.Load(),
 		PairRefused: c.stats.pairRefused.Load(), PairUnbound: c.stats.pairUnbound.Load(),
-		Dropped: make(map[string]uint64),
+		PairKept: c.stats.pairKept.Load(),
+		Dropped:  make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
 		if n := c.stats.dropped[i].Load(); n > 0 {

@@ -1,6 +1,7 @@
 package leader_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -227,4 +228,33 @@ func withAndWithoutCoalescing(t *testing.T, check func(t *testing.T, c *testClus
 			check(t, c, off)
 		})
 	}
+}
+
+// Rule 8 of the coalescer: a bound follower that wakes for something that
+// leaves its steady answer as it was (here, a message of the user's) keeps
+// its binding, so its leader stays paired. The binding ends only when a
+// beat arrives while it steps, which a step of microseconds against beats
+// 20ms apart seldom meets.
+func TestABoundFollowerStaysBoundThroughAWakeUpThatChangesNothing(t *testing.T) {
+	c := newCluster(t, 3, func(int) leader.Options { return fast(leader.Options{ClusterID: "test"}) })
+	li, _ := c.waitOneLeader(all(3))
+	f := (li + 1) % 3
+	bound := func() bool {
+		s := leader.ReadCoalescer(c.nodes[f])
+		return s.PairBound > s.PairUnbound
+	}
+	const pings = 20
+	for i := range pings {
+		require.Eventually(t, bound, settle, poll, "the follower is bound on its leader's pair")
+		s0 := leader.ReadCoalescer(c.nodes[f])
+		require.NoError(t, c.nodes[f].Send(c.pids[f], fmt.Sprintf("ping %d", i)))
+		require.Eventually(t, func() bool {
+			s := leader.ReadCoalescer(c.nodes[f])
+			return s.PairKept+s.PairUnbound > s0.PairKept+s0.PairUnbound
+		}, settle, poll, "its wake-up either kept the binding or ended it")
+	}
+	kept := leader.ReadCoalescer(c.nodes[f]).PairKept
+	assert.GreaterOrEqual(t, kept, uint64(pings/2), "of %d wake-ups that changed nothing, %d kept the binding", pings, kept)
+	li2, _ := c.waitOneLeader(all(3))
+	assert.Equal(t, li, li2, "one leadership throughout")
 }

@@ -19,7 +19,14 @@ import (
 // (election.Core.SteadyAnswer). The binding ends, under both the pair's and
 // the member's inbox lock, when the member withdraws its answer, the slot
 // leaves, or the pair resets; from then on the slot's heartbeat is
-// delivered as a coalesced one at each beat until its leave arrives.
+// delivered as a coalesced one at each beat until its leave arrives. A
+// member that wakes only suspends it: its answer is withdrawn under both
+// locks, a beat taken meanwhile ends the binding as after a withdrawal, and
+// once the member has stepped its input the binding stands again, under
+// both locks, only if its new answer is the one it was bound with (a
+// probe's firing, say, or another member's down, changes nothing of it),
+// which is the test a join passes: as if the slot were bound afresh,
+// without the round trip that unpairing and pairing again would cost.
 
 // pairKey names one pair from this node's side: the leaders' node and grid.
 type pairKey struct {
@@ -62,6 +69,9 @@ type pairIn struct {
 	// unbound are the members whose binding the coalescer ended under mu,
 	// whose timers are resumed once it is released.
 	unbound []*inbox
+	// stepping counts the bindings whose member is stepping an input
+	// (suspendPaired): the next beat refuses them.
+	stepping int
 }
 
 // watching reports whether the watchdog will resume a parked election
@@ -156,20 +166,42 @@ type pairBinding struct {
 	// from is the leader; hb its heartbeat, the sender node restored.
 	from gen.PID
 	hb   MessageHeartbeat
-	// since is the tick the binding began on and sinceAt when.
-	since   uint64
-	sinceAt time.Duration
+	// since is the tick the binding began on. first is the first tick the
+	// member has not taken yet (since, until it wakes while bound), and
+	// sinceAt the arrival of the last beat it took, or of its join.
+	since, first uint64
+	sinceAt      time.Duration
+	// stepping says the member is stepping an input, its answer withdrawn
+	// (suspendPaired): nothing is answered for it until it resumes.
+	stepping bool
 }
 
 // lastBeat is the arrival of the last beat b stands for, on the shell's
-// clock, and how many beats it stands for. Called with b.src.mu or the
-// inbox's mu held.
+// clock, and how many beats the member has not taken yet it stands for;
+// with none, the arrival of the last one it took. Called with b.src.mu or
+// the inbox's mu held.
 func (b *pairBinding) lastBeat() (time.Duration, int) {
 	tick := b.src.lastTick.Load()
-	if tick <= b.since {
-		return b.sinceAt, 1
+	if tick < b.first {
+		return b.sinceAt, 0
 	}
-	return max(time.Duration(b.src.lastTickAt.Load()), b.sinceAt), int(tick-b.since) + 1
+	return max(time.Duration(b.src.lastTickAt.Load()), b.sinceAt), int(tick-b.first) + 1
+}
+
+// holdLocked holds, in the member's inbox, the beats b stands for that the
+// member has not taken, as one heartbeat: the last, which stands for all
+// of them. Called with b.src.mu and b.ib.mu held.
+func (b *pairBinding) holdLocked() {
+	ib := b.ib
+	at, n := b.lastBeat()
+	if n == 0 || ib.closed {
+		return
+	}
+	if k := len(ib.beats); k > 0 && ib.beats[k-1] > at {
+		at = ib.beats[k-1]
+	}
+	ib.beats = append(ib.beats, at)
+	ib.skipped += n - 1
 }
 
 // unbindLocked ends b's binding: what it stood for is held in the member's
@@ -182,6 +214,10 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	}
 	ib.paired = nil
 	delete(src.bound, b.slot)
+	if b.stepping {
+		b.stepping = false
+		src.stepping--
+	}
 	if !leaving {
 		src.refused[b.slot] = b
 	} else {
@@ -190,13 +226,45 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	if ib.closed {
 		return
 	}
-	at, n := b.lastBeat()
-	if k := len(ib.beats); k > 0 && ib.beats[k-1] > at {
-		at = ib.beats[k-1]
-	}
-	ib.beats = append(ib.beats, at)
-	ib.skipped += n - 1
+	b.holdLocked()
 	c.stats.pairUnbound.Add(1)
+}
+
+// suspendLocked withdraws b's answer for its member's step without ending
+// the binding: the beats it stood for are held as unbindLocked holds them,
+// and until the member resumes (resumeLocked) a beat refuses it. Called
+// with b.src.mu and b.ib.mu held.
+func (b *pairBinding) suspendLocked() {
+	b.holdLocked()
+	b.sinceAt, _ = b.lastBeat()
+	b.first = b.src.lastTick.Load() + 1
+	b.ib.answering = false
+	if !b.stepping {
+		b.stepping = true
+		b.src.stepping++
+	}
+}
+
+// resumeLocked ends the member's step: b stands again, with r as the
+// member's answer, when r answers b's heartbeat with the acknowledgement
+// b was bound with (the test a join passes, so it is as if the slot were
+// bound afresh, without the round trip); otherwise the binding ends and
+// the slot is refused. It reports whether b stands. Called with b.src.mu
+// and b.ib.mu held, while b is the member's binding.
+func (b *pairBinding) resumeLocked(c *coalescer, r *steadyReply) bool {
+	src, ib := b.src, b.ib
+	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &b.hb) || r.Ack != ib.steady.Ack {
+		b.unbindLocked(c, false)
+		return false
+	}
+	b.stepping = false
+	src.stepping--
+	ib.steady, ib.answering = *r, true
+	if r.Timeout < src.minTimeout {
+		src.minTimeout = r.Timeout
+	}
+	c.stats.pairKept.Add(1)
+	return true
 }
 
 // receiveBeat takes a PairBeat from node, arrived at now: it checks its
@@ -241,6 +309,17 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		}
 		delete(src.refused, id)
 	}
+	if src.stepping > 0 {
+		// Members stepping an input have no answer standing: their slots
+		// are refused, and this beat's heartbeat delivered to them below.
+		for _, bd := range src.bound {
+			if bd.stepping {
+				bd.ib.mu.Lock()
+				bd.unbindLocked(c, false)
+				bd.ib.mu.Unlock()
+			}
+		}
+	}
 	src.prev = b.Tick
 	src.lastTickAt.Store(int64(at))
 	src.lastTick.Store(b.Tick)
@@ -283,7 +362,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
 		return false
 	}
-	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, sinceAt: at}
+	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, first: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
 		if ib := c.inboxOf(t.pid); ib != nil {
 			ib.mu.Lock()
@@ -340,29 +419,67 @@ func (c *coalescer) pairAckLinger(interval int64) time.Duration {
 
 // withdrawPaired stops the coalescer from answering for the member and
 // ends its binding, if any, in the same step: no beat counts for it once
-// it moves. The
-// binding can only be taken under the pair's lock, which comes before the
-// inbox's.
+// it moves.
 func (ib *inbox) withdrawPaired(c *coalescer) {
+	b := ib.lockBinding()
+	if b != nil {
+		b.unbindLocked(c, false)
+	}
+	ib.answering = false
+	ib.unlockBinding(b)
+}
+
+// suspendPaired stops the coalescer from answering for the member while it
+// steps an input, keeping its binding, if any, to be resumed or ended once
+// its new answer is known (resumePaired); it reports whether the member
+// was bound. A beat taken meanwhile refuses the slot, as one taken after
+// withdrawPaired would.
+func (ib *inbox) suspendPaired() bool {
+	b := ib.lockBinding()
+	if b != nil {
+		b.suspendLocked()
+	}
+	ib.answering = false
+	ib.unlockBinding(b)
+	return b != nil
+}
+
+// resumePaired ends the step suspendPaired began, with r the member's new
+// answer (nil for none): the binding stands again when r answers what it
+// was bound to exactly, and r is then published. It reports whether the
+// binding stands; false too when a beat refused it meanwhile.
+func (ib *inbox) resumePaired(c *coalescer, r *steadyReply) bool {
+	b := ib.lockBinding()
+	kept := b != nil && b.resumeLocked(c, r)
+	ib.unlockBinding(b)
+	return kept
+}
+
+// lockBinding locks the pair of the member's binding and then the inbox,
+// in that order (the binding can change only under both), and returns the
+// binding; with none, it returns nil with the inbox alone locked.
+func (ib *inbox) lockBinding() *pairBinding {
 	for {
 		ib.mu.Lock()
 		b := ib.paired
 		if b == nil {
-			ib.answering = false
-			ib.mu.Unlock()
-			return
+			return nil
 		}
 		ib.mu.Unlock()
 		b.src.mu.Lock()
 		ib.mu.Lock()
 		if ib.paired == b {
-			b.unbindLocked(c, false)
-			ib.answering = false
-			ib.mu.Unlock()
-			b.src.mu.Unlock()
-			return
+			return b
 		}
 		ib.mu.Unlock()
+		b.src.mu.Unlock()
+	}
+}
+
+// unlockBinding releases what lockBinding locked.
+func (ib *inbox) unlockBinding(b *pairBinding) {
+	ib.mu.Unlock()
+	if b != nil {
 		b.src.mu.Unlock()
 	}
 }

@@ -576,3 +576,108 @@ func TestARepliesToItsOwnTicksLeavesAPairedLeaderPaired(t *testing.T) {
 	assert.Equal(t, 2, ahead.Beats)
 	assert.Equal(t, gridEpoch.Add(replied), ahead.Acks[1].Last)
 }
+
+// Rule 8.2, across a wake-up: a bound member that steps an input keeps its
+// binding when its answer afterwards is the one it was bound with. Its
+// step begins with the beats it stood for (held as their last one), no beat
+// is answered for it while it steps, and the beats after it are answered
+// for it again without a new join.
+func TestABindingStandsThroughAWakeUpThatLeavesTheAnswerAsItWas(t *testing.T) {
+	p, ib, sent, _, j := boundFollower(t)
+	c := p.c
+	start := time.Now()
+	beat := func(k uint64, at time.Time) {
+		p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: k - 1, Tick: k}, at)
+	}
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, start)
+	beat(2, start.Add(10*time.Millisecond))
+	beat(3, start.Add(20*time.Millisecond))
+	acksTo(t, c, "p@h")
+	answer := ib.steady
+
+	require.True(t, ib.suspendPaired(), "it was bound")
+	assert.False(t, ib.answering, "nothing is answered for it while it steps")
+	_, beats, ahead := ib.take()
+	assert.Equal(t, []time.Duration{sinceEpoch(start.Add(20 * time.Millisecond))}, beats, "it steps the beats it stood for first")
+	assert.Equal(t, 2, ahead.skipped)
+	until, ok, _ := ib.heardUntil()
+	require.True(t, ok)
+	assert.Equal(t, sinceEpoch(start.Add(20*time.Millisecond))+time.Second, until, "its timeout runs from the last beat it took")
+
+	later := answer
+	later.since = sinceEpoch(start.Add(25 * time.Millisecond))
+	require.True(t, ib.resumePaired(c, &later), "the same answer: the binding stands")
+	assert.True(t, ib.answering)
+	assert.Same(t, ib.paired, ib.paired.src.bound[j.Slot])
+	assert.Equal(t, uint64(1), c.Stats().PairKept)
+	assert.Zero(t, c.Stats().PairUnbound)
+
+	beat(4, start.Add(30*time.Millisecond))
+	acks := acksTo(t, c, "p@h")
+	require.Len(t, acks, 1)
+	assert.Empty(t, acks[0].Refused, "the next PairAck covers it as before")
+	assert.Zero(t, sent.count(), "and nothing wakes it")
+	_, beats, ahead = ib.take()
+	assert.Empty(t, beats, "nothing new is held until it wakes again")
+	ib.withdrawPaired(c)
+	_, beats, ahead = ib.take()
+	assert.Equal(t, []time.Duration{sinceEpoch(start.Add(30 * time.Millisecond))}, beats, "only the beat after its step")
+	assert.Zero(t, ahead.skipped)
+}
+
+// Rule 8.2, across a wake-up: a beat taken while the member steps finds no
+// answer standing, as after a withdrawal: the slot is refused, its heartbeat
+// delivered, and the member resumes unbound.
+func TestABeatWhileABoundMemberStepsRefusesItsSlot(t *testing.T) {
+	p, ib, sent, j, start := boundOnItsJoin(t)
+	c := p.c
+	answer := ib.steady
+
+	require.True(t, ib.suspendPaired())
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 1, Tick: 2}, start.Add(10*time.Millisecond))
+	acks := acksTo(t, c, "p@h")
+	require.Len(t, acks, 1)
+	assert.Equal(t, []uint32{j.Slot}, acks[0].Refused, "not covered: its answer did not stand")
+	assert.Equal(t, 1, sent.count(), "the beat's heartbeat is delivered to it")
+	assert.Nil(t, ib.paired)
+
+	assert.False(t, ib.resumePaired(c, &answer), "nothing to resume")
+	assert.Nil(t, ib.paired)
+	assert.Zero(t, c.Stats().PairKept)
+}
+
+// Rule 8.2, across a wake-up: a member whose answer changed in its step (it
+// moved to another term, say) or that has none any more ends its binding
+// when it resumes, and the slot is refused.
+func TestABindingEndsWhenTheWakeUpChangedTheAnswer(t *testing.T) {
+	for name, change := range map[string]func(r *steadyReply) *steadyReply{
+		"another acknowledgement": func(r *steadyReply) *steadyReply { r.Ack.Declines = true; return r },
+		"another heartbeat":       func(r *steadyReply) *steadyReply { r.Heartbeat.Term++; r.Ack.Term++; return r },
+		"no answer":               func(*steadyReply) *steadyReply { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, ib, _, j, start := boundOnItsJoin(t)
+			c := p.c
+			answer := ib.steady
+			require.True(t, ib.suspendPaired())
+			assert.False(t, ib.resumePaired(c, change(&answer)))
+			assert.Nil(t, ib.paired)
+			assert.Equal(t, uint64(1), c.Stats().PairUnbound)
+			p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 1, Tick: 2}, start.Add(10*time.Millisecond))
+			acks := acksTo(t, c, "p@h")
+			require.Len(t, acks, 1)
+			assert.Equal(t, []uint32{j.Slot}, acks[0].Refused)
+		})
+	}
+}
+
+// boundOnItsJoin is boundFollower bound by its join's beat, tick 1 of
+// epoch 7, which arrived at start; its PairAck is taken.
+func boundOnItsJoin(t *testing.T) (*coalescerProcess, *inbox, *firings, PairJoin, time.Time) {
+	p, ib, sent, _, j := boundFollower(t)
+	start := time.Now()
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, start)
+	require.NotNil(t, ib.paired)
+	acksTo(t, p.c, "p@h")
+	return p, ib, sent, j, start
+}

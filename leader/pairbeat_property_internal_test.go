@@ -57,12 +57,21 @@ func TestPairBeatsKeepTheirPromises(t *testing.T) {
 		}
 	}
 	t.Logf("%+v", seen)
+	// Runs that stop pairing check nothing: the harness must keep reaching
+	// every kind of event the promises are about.
+	for name, n := range map[string]uint64{"paired": seen.Paired, "beats": seen.Beats, "PairAcks credited": seen.Credited,
+		"acknowledgements credited": seen.AcksCredited, "bound": seen.Bound, "unbound": seen.Unbound,
+		"kept through a step": seen.Kept, "refused": seen.Refused, "resets": seen.Resets} {
+		if n == 0 && *pairRuns >= 100 {
+			t.Errorf("no run had %s", name)
+		}
+	}
 }
 
 // phSeen is what the runs did, so a run that stops exercising the pairs
 // shows.
 type phSeen struct {
-	Paired, Unpaired, Beats, Credited, AcksCredited, Resets, Refused, Bound, Unbound, Held uint64
+	Paired, Unpaired, Beats, Credited, AcksCredited, Resets, Refused, Bound, Unbound, Kept, Held uint64
 }
 
 func (s *phSeen) add(h *pairHarness) {
@@ -85,6 +94,7 @@ func (s *phSeen) add(h *pairHarness) {
 		f := c.Stats()
 		s.Bound += f.PairBound
 		s.Unbound += f.PairUnbound
+		s.Kept += f.PairKept
 		s.Resets += f.PairResets
 	}
 }
@@ -133,18 +143,19 @@ type phLeader struct {
 }
 
 type phMember struct {
-	ib      *inbox
-	pid     gen.PID
-	node    int
-	leader  *phLeader
-	index   int // in its leader's Members
-	ack     election.MessageHeartbeatAck
-	wrong   election.MessageHeartbeatAck // the answer of a member that moved on
-	publish bool                         // an answer stands
-	correct bool                         // it is the one its leader expects
-	gen     int                          // counts publishes and withdrawals
-	mail    bool                         // a heartbeat was delivered to it
-	bound   map[*pairBinding]int         // bindings seen, with gen then
+	ib       *inbox
+	pid      gen.PID
+	node     int
+	leader   *phLeader
+	index    int // in its leader's Members
+	ack      election.MessageHeartbeatAck
+	wrong    election.MessageHeartbeatAck // the answer of a member that moved on
+	publish  bool                         // an answer stands
+	correct  bool                         // it is the one its leader expects
+	gen      int                          // counts publishes and withdrawals
+	mail     bool                         // a heartbeat was delivered to it
+	stepping bool                         // its answer is suspended for a step (suspendPaired)
+	bound    map[*pairBinding]int         // bindings seen, with gen then
 }
 
 // phPairing is one pairing of a leader as the test saw it start.
@@ -252,7 +263,7 @@ func newPairHarness(t *testing.T, seed int64) *pairHarness {
 		l := &phLeader{a: &Actor{}, pid: gen.PID{Node: phNodeL, ID: uint64(10 + j), Creation: 1}, tm: &shellTimer{},
 			window: phD * time.Duration(2+h.rng.Intn(4))}
 		l.hb = election.MessageHeartbeat{Header: election.Header{ClusterID: fmt.Sprintf("c%d", j), Term: 3, From: gen.ProcessID{Name: "m", Node: phNodeL}}}
-		l.o = &timerOwner{pid: l.pid, inbox: &l.a.inbox, grid: g, coal: h.cL}
+		l.o = &timerOwner{pid: l.pid, inbox: &l.a.inbox, grid: g, coal: h.cL, pairs: h.pb}
 		l.a.inbox.ticking.Store(true)
 		h.cL.addInbox(l.pid, &l.a.inbox)
 		for i := range 1 + h.rng.Intn(3) {
@@ -337,12 +348,14 @@ func (h *pairHarness) run(steps int) {
 			h.deliverToL(h.rng.Intn(len(phNodesF)))
 		case x < 75:
 			h.now += time.Duration(h.rng.Int63n(int64(phD)))
-		case x < 80:
+		case x < 78:
 			h.withdrawMember()
-		case x < 88:
-			if m := h.someMember(); !m.publish {
+		case x < 85:
+			if m := h.someMember(); !m.publish && !m.stepping {
 				h.publishMember(m, h.rng.Intn(6))
 			}
+		case x < 89:
+			h.stepMember()
 		case x < 93:
 			h.wakeMember()
 		case x < 96:
@@ -619,6 +632,9 @@ func (h *pairHarness) someMember() *phMember {
 // withdrawMember is a follower starting to handle a message.
 func (h *pairHarness) withdrawMember() {
 	m := h.someMember()
+	if m.stepping {
+		return
+	}
 	m.ib.withdrawPaired(h.cF[m.node])
 	m.publish = false
 	m.gen++
@@ -642,12 +658,62 @@ func (h *pairHarness) publishMember(m *phMember, variant int) {
 	m.gen++
 }
 
+// stepMember is a follower beginning to handle a message with its binding
+// suspended (Actor.suspendSteady), or, when it is in such a step, ending
+// it (Actor.publishSteady): with its answer as before, another one or none.
+func (h *pairHarness) stepMember() {
+	m := h.someMember()
+	c := h.cF[m.node]
+	if !m.stepping {
+		if !m.publish {
+			return
+		}
+		m.ib.suspendPaired()
+		m.ib.take()
+		m.publish, m.stepping = false, true
+		if h.rng.Intn(2) == 0 {
+			return // it ends its step later, perhaps after beats came
+		}
+	}
+	m.stepping = false
+	variant := h.rng.Intn(8)
+	if variant == 7 {
+		if m.ib.resumePaired(c, nil) {
+			h.errorf("P4: %v's binding stood through a step that left it no answer", m.pid)
+		}
+		m.gen++
+		return
+	}
+	l := m.leader
+	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: l.hb, Ack: m.ack, Timeout: 10 * phD},
+		route: CoalescedRoute{FromID: m.pid.ID, FromCreation: 1, ToID: l.pid.ID, ToCreation: 1}, linger: time.Hour, since: h.now}
+	correct := true
+	switch variant {
+	case 0:
+		r.Ack, correct = m.wrong, false
+	case 1:
+		r.Heartbeat.Term, correct = 2, false
+	}
+	m.gen++
+	if m.ib.resumePaired(c, &r) {
+		if !correct {
+			h.errorf("P1: %v's binding stood through a step that changed its answer", m.pid)
+		}
+		m.ib.mu.Lock()
+		m.bound[m.ib.paired] = m.gen
+		m.ib.mu.Unlock()
+	} else {
+		m.ib.publish(&r)
+	}
+	m.publish, m.correct = true, correct
+}
+
 // restartMember is a follower ending and starting again at once, with
 // a fresh inbox.
 func (h *pairHarness) restartMember() {
 	m := h.someMember()
 	h.cF[m.node].removeInbox(m.pid)
-	m.ib, m.bound, m.publish, m.mail = &inbox{}, make(map[*pairBinding]int), false, false
+	m.ib, m.bound, m.publish, m.mail, m.stepping = &inbox{}, make(map[*pairBinding]int), false, false, false
 	m.gen++
 	h.cF[m.node].addInbox(m.pid, m.ib)
 }
@@ -656,7 +722,7 @@ func (h *pairHarness) restartMember() {
 // what it holds, answers on its own, and publishes again.
 func (h *pairHarness) wakeMember() {
 	m := h.someMember()
-	if !m.mail {
+	if !m.mail || m.stepping {
 		return
 	}
 	m.mail = false
@@ -812,6 +878,7 @@ func (h *pairHarness) checkPairing(r *phPairing) {
 		}
 		prev := r.lastAck[i]
 		for _, a := range got[:n] {
+			prev = h.lastGenuine(r.l, m, prev, a.at)
 			if !a.stood[m.pid] {
 				h.errorf("P1: %v credited %v for PairAck %d (epoch %d), whose beat its node took while its answer did not stand",
 					r.l.pid, m.pid, a.a.Tick, a.a.Epoch)
@@ -840,6 +907,7 @@ func (h *pairHarness) checkPairing(r *phPairing) {
 					last = c
 				}
 			}
+			last = h.lastGenuine(r.l, r.l.members[i], last, at)
 			if at-last >= r.l.window {
 				h.errorf("P3: %v was counted tick %d at %v, a window after %v's last reply credited at %v",
 					r.l.pid, k, at, r.l.members[i].pid, last)
@@ -872,7 +940,7 @@ func (h *pairHarness) checkMember(m *phMember) {
 		m.bound[bd] = m.gen
 		g = m.gen
 	}
-	if g != m.gen {
+	if g != m.gen && !m.stepping {
 		h.errorf("P4: %v is still bound to slot %d after its answer was withdrawn", m.pid, bd.slot)
 	}
 	if tick > bd.since && !h.sent[phTickKey{m.pid.Node, tick}][bd.slot] {
@@ -881,4 +949,17 @@ func (h *pairHarness) checkMember(m *phMember) {
 	if at > h.now {
 		h.errorf("P3: %v holds a beat at %v, after now", m.pid, at)
 	}
+}
+
+// lastGenuine is the later of last and the last genuine reply of m to l
+// that arrived by at. A paired leader takes such a reply under its beat
+// (rule 7) while no PairAck covers the member's slot yet, or is unpaired
+// by it, so the windows of P3 run from it too.
+func (h *pairHarness) lastGenuine(l *phLeader, m *phMember, last, at time.Duration) time.Duration {
+	for _, t := range h.genuine[[2]gen.PID{l.pid, m.pid}] {
+		if t <= at {
+			last = max(last, t)
+		}
+	}
+	return last
 }

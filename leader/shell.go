@@ -319,35 +319,73 @@ func (a *Actor) stepHeld() error {
 // publishSteady publishes the member's steady answer for the coalescer to
 // answer its leader's heartbeats with (coalescer.go, rule 6), or leaves none
 // when the core gives none or the leader's heartbeats do not come coalesced.
+// A pair binding suspended for the message just handled stands again when
+// the answer is the one it was bound with, and ends otherwise (rule 8).
 func (a *Actor) publishSteady() {
 	if !a.coalesce || a.fatal != nil {
+		a.resumeSteady(nil)
 		return
 	}
 	now := time.Now()
 	if a.core.IsProtocolLeader() {
+		a.resumeSteady(nil)
 		a.publishBeat(now)
 		return
 	}
 	sa, ok := a.core.SteadyAnswer(now)
 	self := a.PID()
 	if !ok || sa.Leader.Node == self.Node {
+		a.resumeSteady(nil)
 		return
 	}
-	a.inbox.publish(&steadyReply{
+	r := &steadyReply{
 		SteadyAnswer: sa,
 		route:        CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: sa.Leader.ID, ToCreation: sa.Leader.Creation},
 		linger:       a.linger,
 		since:        sinceEpoch(now),
-	})
+	}
+	if !a.resumeSteady(r) {
+		a.inbox.publish(r)
+	}
 	a.answering = true
 }
 
-// withdrawSteady stops the coalescer from answering for this member, and
-// its timer and the coalescer from beating ahead for it.
-func (a *Actor) withdrawSteady() {
+// suspendSteady stops the coalescer from answering for this member while
+// it handles a message, keeping a pair binding to resume (resumeSteady),
+// and stops its timer and the coalescer from beating ahead for it.
+func (a *Actor) suspendSteady() {
 	if a.answering {
-		a.inbox.withdrawPaired(a.share.coal)
 		a.answering = false
+		a.suspended = a.inbox.suspendPaired()
+		if !a.suspended {
+			a.inbox.resumeElection()
+		}
+	}
+	a.withdrawBeat()
+}
+
+// resumeSteady ends what suspendSteady began, with r the member's new
+// answer (nil for none), and reports whether its binding stands again with
+// r published. When it does not, the binding ended, and a timer parked
+// while bound runs again.
+func (a *Actor) resumeSteady(r *steadyReply) bool {
+	if !a.suspended {
+		return false
+	}
+	a.suspended = false
+	if a.inbox.resumePaired(a.share.coal, r) {
+		return true
+	}
+	a.inbox.resumeElection()
+	return false
+}
+
+// withdrawSteady stops the coalescer from answering for this member, its
+// binding ended, and its timer and the coalescer from beating ahead for it.
+func (a *Actor) withdrawSteady() {
+	if a.answering || a.suspended {
+		a.inbox.withdrawPaired(a.share.coal)
+		a.answering, a.suspended = false, false
 		// A timer parked while bound runs again (rule 8 of the coalescer).
 		a.inbox.resumeElection()
 	}

@@ -99,7 +99,7 @@ func newMetrics(node gen.Node) *metrics {
 			coalDropped: prometheus.NewDesc("regent_coalescer_dropped_total",
 				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
 			coalPairs: prometheus.NewDesc("regent_coalescer_pair_events_total",
-				"Pair beat events of the node's coalescer (leaders paired and unpaired, beats and acknowledgements, slots bound, refused and unbound, resets, failed sends), by event.", []string{"node", "event"}, nil),
+				"Pair beat events of the node's coalescer (leaders paired and unpaired, beats and acknowledgements, slots bound, refused and unbound, bindings kept through a wake-up, resets, failed sends), by event.", []string{"node", "event"}, nil),
 			gateEvents: prometheus.NewDesc("regent_campaign_gate_events_total",
 				"Election timer firings of the process's members at the campaign gate: admitted at once, deferred until a place freed, places passed on by a round that timed out while others waited, waits that ended without a campaign (stale), probe firings held for waiting members (probes_held); the gate is the process's, so every node of one process reports the same.", []string{"node", "event"}, nil),
 			gateWaiting: prometheus.NewDesc("regent_campaign_gate_waiting",
