@@ -236,6 +236,20 @@ func TestBench(t *testing.T) {
 		assert.Zero(t, rows[0].Coalescer.EntriesOut, "nothing is coalesced with coalescing off")
 		assert.Positive(t, rows[1].Coalescer.EntriesOut, "heartbeats are coalesced with it on")
 	})
+	t.Run("scale times node-kill failovers, and the killed node's members rejoin every cluster before the next trial", func(t *testing.T) {
+		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "3", "--window", "300ms", "--json",
+			"--coalescing", "on", "--failovers", "2", "--failover-case", "node-kill", "--settle-max", "1m")
+		require.Equal(t, 0, code, errOut)
+		var rows []scaleRow
+		require.NoError(t, json.Unmarshal([]byte(out), &rows))
+		require.Len(t, rows, 1)
+		// Each trial times every cluster led from the killed node, at
+		// least cluster 0's; between trials the node restarts, and the
+		// run fails unless every cluster agrees again with all five
+		// members, the restarted one included.
+		assert.GreaterOrEqual(t, rows[0].Failover.N, 2)
+		assert.Equal(t, 2, rows[0].FailoverAlone.N)
+	})
 	t.Run("scale runs with the timings it is given", func(t *testing.T) {
 		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "500ms", "--json",
 			"--election-min", "400", "--election-max", "800", "--heartbeat", "100", "--coalescing", "on", "--failovers", "0")

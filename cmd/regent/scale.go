@@ -798,6 +798,21 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 			return nil, err
 		}
 	}
+	// The next trial starts from the steady state this one did: every
+	// cluster led with all its members again, then no election for a
+	// quiet spell. Timing it amid the restarted node's rejoining would
+	// count that churn as the failover's.
+	for k, rec := range s.recs {
+		wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+		_, err := rec.waitAgreed(wctx, 0, gen.PID{}, s.cfg.nodes)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("cluster %d after its node's restart: %w", k, err)
+		}
+	}
+	if _, _, err := s.quietAfter(ctx, time.Now(), "recovering from a node kill"); err != nil {
+		return nil, err
+	}
 	return took, nil
 }
 
