@@ -31,8 +31,9 @@ import (
 //  2. The follower node binds a slot when the member's published answer
 //     answers the join's heartbeat with the join's expected acknowledgement
 //     (pairbeat_in.go); a bound slot stands for the member answering every
-//     later beat of the pair, until the member withdraws its answer or the
-//     slot leaves. Any other slot is refused: its heartbeat is delivered as
+//     later beat of the pair, until the member withdraws its answer (a
+//     wake-up whose step leaves the answer as it was does not end it) or
+//     the slot leaves. Any other slot is refused: its heartbeat is delivered as
 //     a coalesced one would be, at each beat, and it is named in every
 //     PairAck until its leave arrives.
 //  3. Each PairAck for tick k is every bound slot's acknowledgement of

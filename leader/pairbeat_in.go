@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
 )
 
 // Pair beats (coalescer.go, rule 8): the follower node's side. A slot is
@@ -69,9 +70,9 @@ type pairIn struct {
 	// unbound are the members whose binding the coalescer ended under mu,
 	// whose timers are resumed once it is released.
 	unbound []*inbox
-	// stepping counts the bindings whose member is stepping an input
-	// (suspendPaired): the next beat refuses them.
-	stepping int
+	// stepping are the bindings whose member is stepping an input
+	// (suspendPaired), by slot: the next beat refuses them.
+	stepping map[uint32]*pairBinding
 }
 
 // watching reports whether the watchdog will resume a parked election
@@ -163,14 +164,20 @@ type pairBinding struct {
 	slot uint32
 	ib   *inbox
 	to   deliveryTarget
-	// from is the leader; hb its heartbeat, the sender node restored.
+	// from is the leader; hb its heartbeat, the sender node restored, and
+	// ack the acknowledgement the leader expects of it, which the member's
+	// answer gave when the slot was bound.
 	from gen.PID
 	hb   MessageHeartbeat
+	ack  election.MessageHeartbeatAck
 	// since is the tick the binding began on. first is the first tick the
 	// member has not taken yet (since, until it wakes while bound), and
 	// sinceAt the arrival of the last beat it took, or of its join.
 	since, first uint64
 	sinceAt      time.Duration
+	// heldFrom is when the answer the binding stands on was given: a beat
+	// is held as arriving no earlier, as coalescer.answer holds one.
+	heldFrom time.Duration
 	// stepping says the member is stepping an input, its answer withdrawn
 	// (suspendPaired): nothing is answered for it until it resumes.
 	stepping bool
@@ -197,6 +204,7 @@ func (b *pairBinding) holdLocked() {
 	if n == 0 || ib.closed {
 		return
 	}
+	at = max(at, b.heldFrom)
 	if k := len(ib.beats); k > 0 && ib.beats[k-1] > at {
 		at = ib.beats[k-1]
 	}
@@ -216,7 +224,7 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	delete(src.bound, b.slot)
 	if b.stepping {
 		b.stepping = false
-		src.stepping--
+		delete(src.stepping, b.slot)
 	}
 	if !leaving {
 		src.refused[b.slot] = b
@@ -241,7 +249,7 @@ func (b *pairBinding) suspendLocked() {
 	b.ib.answering = false
 	if !b.stepping {
 		b.stepping = true
-		b.src.stepping++
+		b.src.stepping[b.slot] = b
 	}
 }
 
@@ -253,15 +261,18 @@ func (b *pairBinding) suspendLocked() {
 // and b.ib.mu held, while b is the member's binding.
 func (b *pairBinding) resumeLocked(c *coalescer, r *steadyReply) bool {
 	src, ib := b.src, b.ib
-	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &b.hb) || r.Ack != ib.steady.Ack {
+	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &b.hb) || r.Ack != b.ack {
 		b.unbindLocked(c, false)
 		return false
 	}
 	b.stepping = false
-	src.stepping--
+	delete(src.stepping, b.slot)
 	ib.steady, ib.answering = *r, true
+	b.heldFrom = r.since
 	if r.Timeout < src.minTimeout {
+		// The watchdog runs for the shortest Timeout bound here.
 		src.minTimeout = r.Timeout
+		src.watch(time.Duration(src.lastTickAt.Load()))
 	}
 	c.stats.pairKept.Add(1)
 	return true
@@ -275,7 +286,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	key := pairKey{node: node, interval: b.Interval}
 	src := c.pairsIn[key]
 	if src == nil {
-		src = &pairIn{bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding)}
+		src = &pairIn{bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding), stepping: make(map[uint32]*pairBinding)}
 		c.pairsIn[key] = src
 	}
 	at := sinceEpoch(now)
@@ -309,16 +320,12 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		}
 		delete(src.refused, id)
 	}
-	if src.stepping > 0 {
-		// Members stepping an input have no answer standing: their slots
-		// are refused, and this beat's heartbeat delivered to them below.
-		for _, bd := range src.bound {
-			if bd.stepping {
-				bd.ib.mu.Lock()
-				bd.unbindLocked(c, false)
-				bd.ib.mu.Unlock()
-			}
-		}
+	// Members stepping an input have no answer standing: their slots are
+	// refused, and this beat's heartbeat delivered to them below.
+	for _, bd := range src.stepping {
+		bd.ib.mu.Lock()
+		bd.unbindLocked(c, false)
+		bd.ib.mu.Unlock()
 	}
 	src.prev = b.Tick
 	src.lastTickAt.Store(int64(at))
@@ -362,12 +369,12 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
 		return false
 	}
-	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, since: tick, first: tick, sinceAt: at}
+	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, ack: j.Ack, since: tick, first: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
 		if ib := c.inboxOf(t.pid); ib != nil {
 			ib.mu.Lock()
 			if !ib.closed && ib.answering && ib.paired == nil && ib.steady.Answers(bd.from, &hb) && ib.steady.Ack == j.Ack {
-				bd.ib, bd.sinceAt = ib, max(at, ib.steady.since)
+				bd.ib, bd.sinceAt, bd.heldFrom = ib, max(at, ib.steady.since), ib.steady.since
 				ib.paired = bd
 				if len(src.bound) == 0 || ib.steady.Timeout < src.minTimeout {
 					src.minTimeout = ib.steady.Timeout
@@ -406,6 +413,9 @@ func (p *coalescerProcess) resetIn(src *pairIn) {
 	}
 	clear(src.refused)
 	src.prev = 0
+	// The ticks of the sender's next epoch may start again (a new life of
+	// its node): none of them is the one the watchdog last fired after.
+	src.barked.Store(^uint64(0))
 }
 
 // pairAckLinger is the linger of a PairAck for beats of the given

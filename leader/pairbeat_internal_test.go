@@ -681,3 +681,23 @@ func boundOnItsJoin(t *testing.T) (*coalescerProcess, *inbox, *firings, PairJoin
 	acksTo(t, p.c, "p@h")
 	return p, ib, sent, j, start
 }
+
+// Rule 8.2, across a wake-up: a beat held for a binding kept through a step
+// is held as arriving no earlier than the answer it was answered with, as
+// a heartbeat answered ahead is (rule 6).
+func TestABeatAfterAKeptStepIsHeldNoEarlierThanTheAnswer(t *testing.T) {
+	p, ib, _, _, start := boundOnItsJoin(t)
+	c := p.c
+	answer := ib.steady
+	require.True(t, ib.suspendPaired())
+	ib.take()
+	later := answer
+	later.since = sinceEpoch(start.Add(25 * time.Millisecond))
+	require.True(t, ib.resumePaired(c, &later))
+	// Its arrival was read before the answer was given.
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Prev: 1, Tick: 2}, start.Add(22*time.Millisecond))
+	ib.withdrawPaired(c)
+	_, beats, _ := ib.take()
+	require.Len(t, beats, 1)
+	assert.Equal(t, later.since, beats[0])
+}

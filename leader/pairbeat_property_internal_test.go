@@ -876,6 +876,9 @@ func (h *pairHarness) checkPairing(r *phPairing) {
 			h.errorf("P1: %v credited %d acknowledgements of %v, more than the %d PairAcks that came", r.l.pid, n, m.pid, len(got))
 			continue
 		}
+		if n > 0 && !slices.Contains(got[0].a.Bound, r.ids[i]) {
+			h.errorf("P1: %v credited %v from PairAck %d, which does not name its slot %d bound", r.l.pid, m.pid, got[0].a.Tick, r.ids[i])
+		}
 		prev := r.lastAck[i]
 		for _, a := range got[:n] {
 			prev = h.lastGenuine(r.l, m, prev, a.at)
@@ -952,12 +955,14 @@ func (h *pairHarness) checkMember(m *phMember) {
 }
 
 // lastGenuine is the later of last and the last genuine reply of m to l
-// that arrived by at. A paired leader takes such a reply under its beat
-// (rule 7) while no PairAck covers the member's slot yet, or is unpaired
-// by it, so the windows of P3 run from it too.
+// that arrived before at. A paired leader takes such a reply under its
+// beat (rule 7) while no PairAck covers the member's slot yet, or is
+// unpaired by it, so the windows of P3 run from it too. Strictly before:
+// a PairAck is itself a genuine reply at its arrival, and must not be
+// judged against itself.
 func (h *pairHarness) lastGenuine(l *phLeader, m *phMember, last, at time.Duration) time.Duration {
 	for _, t := range h.genuine[[2]gen.PID{l.pid, m.pid}] {
-		if t <= at {
+		if t < at {
 			last = max(last, t)
 		}
 	}

@@ -420,3 +420,99 @@ func (w *wakeAt) Send(to any, message any) error {
 	}
 	return nil
 }
+
+// watchedMember is a follower on n@h with real election timers whose
+// wake-ups count in woken, its inbox in c, answering the heartbeat hb of
+// leader with a Timeout of 30ms.
+func watchedMember(t *testing.T, c *coalescer, leader gen.PID, hb election.MessageHeartbeat, woken *atomic.Int64) *spMember {
+	m := &spMember{a: &Actor{share: &nodeShare{coal: c}}, pid: gen.PID{Node: "n@h", ID: 100, Creation: 1}, timeout: 30 * time.Millisecond}
+	m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
+	m.a.timerOwner = &timerOwner{process: &wakeAt{at: woken}, pid: m.pid, inbox: &m.a.inbox}
+	m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+	c.addInbox(m.pid, &m.a.inbox)
+	t.Cleanup(m.a.stopTimers)
+	return m
+}
+
+// parked reports whether m's election timer is parked: due, not scheduled.
+func (m *spMember) parked() bool {
+	tm := &m.a.timers[election.TimerElection]
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.runAt == 0 && tm.due != 0
+}
+
+// answerOf is the steady answer m gives hb from leader, given now.
+func (m *spMember) answerOf(leader gen.PID, hb election.MessageHeartbeat) steadyReply {
+	return steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: hb, Ack: m.ack, Timeout: m.timeout},
+		linger: time.Hour, since: sinceEpoch(time.Now())}
+}
+
+// Rule 8, the watchdog, across lives of the leaders' node: a new life's
+// beats start again at tick 1 in a new epoch, and a pair falling silent
+// there at the very tick the watchdog last fired after in the old life
+// still wakes its bound members.
+func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
+	c, _, _ := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour
+	p := &coalescerProcess{Process: &firings{}, c: c}
+	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	var woken atomic.Int64
+	m := watchedMember(t, c, leader, hb, &woken)
+	life := func(epoch, last uint64) {
+		woken.Store(0)
+		m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
+		answer := m.answerOf(leader, hb)
+		m.a.inbox.publish(&answer)
+		sp := &spPair{node: "p@h", leader: leader, hb: hb, epoch: epoch, slots: make(map[uint32]*spMember)}
+		j := sp.join(m)
+		for k := uint64(1); k <= last; k++ {
+			var joins []PairJoin
+			if k == 1 {
+				joins = []PairJoin{j}
+			}
+			p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: epoch, Prev: k - 1, Tick: k, Joins: joins}, time.Now())
+			c.take(sp.node)
+			if k < last {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		require.NotNil(t, m.a.inbox.paired, "bound")
+		require.True(t, m.parked(), "its timer parked while bound")
+	}
+	life(1, 3)
+	require.Eventually(t, func() bool { return woken.Load() != 0 }, 30*time.Second, time.Millisecond, "the first life's silence wakes it")
+	life(2, 3)
+	require.Eventually(t, func() bool { return woken.Load() != 0 }, 30*time.Second, time.Millisecond,
+		"and so does the next life's, silent after the same tick")
+}
+
+// Rule 8, across a wake-up: a member whose binding a beat ended while it
+// stepped has its election timer, parked while it was bound, run again.
+func TestATimerParkedThroughAStepWhoseBindingEndedRunsAgain(t *testing.T) {
+	c, _, _ := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour
+	p := &coalescerProcess{Process: &firings{}, c: c}
+	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	var woken atomic.Int64
+	m := watchedMember(t, c, leader, hb, &woken)
+	m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
+	answer := m.answerOf(leader, hb)
+	m.a.inbox.publish(&answer)
+	m.a.answering = true
+	sp := &spPair{node: "p@h", leader: leader, hb: hb, epoch: 1, slots: make(map[uint32]*spMember)}
+	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Tick: 1, Joins: []PairJoin{sp.join(m)}}, time.Now())
+	time.Sleep(5 * time.Millisecond)
+	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Prev: 1, Tick: 2}, time.Now())
+	require.True(t, m.parked(), "its timer parked while bound")
+
+	m.a.suspendSteady()
+	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Prev: 2, Tick: 3}, time.Now())
+	require.Nil(t, m.a.inbox.paired, "a beat during its step refused its slot")
+	m.a.inbox.take()
+	later := m.answerOf(leader, hb)
+	require.False(t, m.a.resumeSteady(&later))
+	assert.False(t, m.parked(), "unbound, its timer runs again")
+}
