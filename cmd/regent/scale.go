@@ -50,7 +50,11 @@ two back to back so their ratio is fair on a shared machine):
              is --failover-case: process-kill kills the cluster's leader
              process (its peers see the real reason), node-kill stops the
              node of the cluster's leader abruptly and times every cluster
-             that lost its leader with it.
+             that lost its leader with it; between trials the node restarts
+             and every cluster takes it back in
+  node down  with node-kill, the CPU share over 2 s once the first trial's
+             clusters have new leaders, the node still down and its members
+             still in every view: what losing a node costs the survivors
 
 Examples:
   regent bench scale
@@ -109,6 +113,11 @@ type scaleRow struct {
 	FailoverCase  string  `json:"failover_case,omitempty"`
 	Failover      summary `json:"failover_ns"`
 	FailoverAlone summary `json:"failover_alone_ns"`
+	// NodeDownCPU is, for node-kill trials, the process's CPU share over
+	// nodeDownSpan from the first trial's last failover, its node still
+	// down: what losing a node costs the survivors while its members stay
+	// in the views (GhostTTL).
+	NodeDownCPU float64 `json:"node_down_cpu_share,omitempty"`
 	// FailoverError says why the failover trials stopped early (a cluster
 	// that found no new leader in time is a finding, not a failed run).
 	FailoverError string `json:"failover_error,omitempty"`
@@ -242,7 +251,12 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	if cfg.stall > 0 {
 		stallColumn = fmt.Sprintf("stall %s: elections, quiet after ms\t", cfg.stall)
 	}
-	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t")
+	nodeKill := cfg.failoverCase == "node-kill" && cfg.failovers > 0
+	downColumn := ""
+	if nodeKill {
+		downColumn = "CPU % node down\t"
+	}
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t"+downColumn)
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
@@ -272,8 +286,15 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		if r.FailoverAlone.N > 0 {
 			alone = ms(r.FailoverAlone.P50) + " / " + ms(r.FailoverAlone.P99)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t\n", r.Clusters, onOff(r.Coalescing), all, settled,
-			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone)
+		down := ""
+		if nodeKill {
+			down = "-\t"
+			if r.NodeDownCPU > 0 {
+				down = fmt.Sprintf("%.1f\t", 100*r.NodeDownCPU)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
+			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone, down)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -285,6 +306,9 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
 	if err == nil && cfg.stall > 0 {
 		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)
+	}
+	if err == nil && nodeKill {
+		_, err = fmt.Fprintf(env.stdout, "CPU node down: the process's CPU over %s once the first node-kill trial's clusters have new leaders, the node still down.\n", nodeDownSpan)
 	}
 	return err
 }
@@ -341,6 +365,8 @@ type scaleRun struct {
 	traceTo   io.Writer
 	stopTrace func()
 	spawned   atomic.Int64 // clusters whose recorder is in recs
+	// nodeDownCPU is NodeDownCPU, measured on the first node-kill trial.
+	nodeDownCPU float64
 }
 
 // options are member i's of cluster k.
@@ -557,6 +583,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 			}
 			row.FailoverError = err.Error()
 		}
+		row.NodeDownCPU = s.nodeDownCPU
 	}
 	return row, nil
 }
@@ -790,6 +817,19 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if s.nodeDownCPU == 0 {
+		c0, err := cpuTime()
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		time.Sleep(nodeDownSpan)
+		c1, err := cpuTime()
+		if err != nil {
+			return nil, err
+		}
+		s.nodeDownCPU = float64(c1-c0) / float64(time.Since(start))
+	}
 	if err := s.nodes.Restart(victim); err != nil {
 		return nil, err
 	}
@@ -815,6 +855,10 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	}
 	return took, nil
 }
+
+// nodeDownSpan is how long NodeDownCPU is measured: within the default
+// GhostTTL, while the lost node's members are still in every view.
+const nodeDownSpan = 2 * time.Second
 
 // waitNewLeader waits until a majority of cluster k recognises a leader at
 // a term above cur's, other than cur's leader.
