@@ -421,10 +421,22 @@ func (w *wakeAt) Send(to any, message any) error {
 	return nil
 }
 
+// watchedFollower is a follower on n@h with real election timers, whose
+// wake-ups count in woken, and the coalescer and its process that take
+// the pair beats of leader, on p@h, whose heartbeat is hb.
+func watchedFollower(t *testing.T) (*coalescer, *coalescerProcess, gen.PID, election.MessageHeartbeat, *spMember, *atomic.Int64) {
+	c, _, _ := runningCoalescer(t, sinkNode{})
+	c.ackLinger = time.Hour
+	p := &coalescerProcess{Process: &firings{}, c: c}
+	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	woken := new(atomic.Int64)
+	return c, p, leader, hb, watchedMember(t, c, woken), woken
+}
+
 // watchedMember is a follower on n@h with real election timers whose
-// wake-ups count in woken, its inbox in c, answering the heartbeat hb of
-// leader with a Timeout of 30ms.
-func watchedMember(t *testing.T, c *coalescer, leader gen.PID, hb election.MessageHeartbeat, woken *atomic.Int64) *spMember {
+// wake-ups count in woken, its inbox in c, with a Timeout of 30ms.
+func watchedMember(t *testing.T, c *coalescer, woken *atomic.Int64) *spMember {
 	m := &spMember{a: &Actor{share: &nodeShare{coal: c}}, pid: gen.PID{Node: "n@h", ID: 100, Creation: 1}, timeout: 30 * time.Millisecond}
 	m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
 	m.a.timerOwner = &timerOwner{process: &wakeAt{at: woken}, pid: m.pid, inbox: &m.a.inbox}
@@ -453,13 +465,7 @@ func (m *spMember) answerOf(leader gen.PID, hb election.MessageHeartbeat) steady
 // there at the very tick the watchdog last fired after in the old life
 // still wakes its bound members.
 func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
-	c, _, _ := runningCoalescer(t, sinkNode{})
-	c.ackLinger = time.Hour
-	p := &coalescerProcess{Process: &firings{}, c: c}
-	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
-	var woken atomic.Int64
-	m := watchedMember(t, c, leader, hb, &woken)
+	c, p, leader, hb, m, woken := watchedFollower(t)
 	life := func(epoch, last uint64) {
 		woken.Store(0)
 		m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
@@ -491,13 +497,7 @@ func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
 // Rule 8, across a wake-up: a member whose binding a beat ended while it
 // stepped has its election timer, parked while it was bound, run again.
 func TestATimerParkedThroughAStepWhoseBindingEndedRunsAgain(t *testing.T) {
-	c, _, _ := runningCoalescer(t, sinkNode{})
-	c.ackLinger = time.Hour
-	p := &coalescerProcess{Process: &firings{}, c: c}
-	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
-	var woken atomic.Int64
-	m := watchedMember(t, c, leader, hb, &woken)
+	_, p, leader, hb, m, _ := watchedFollower(t)
 	m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
 	answer := m.answerOf(leader, hb)
 	m.a.inbox.publish(&answer)
