@@ -69,6 +69,11 @@ func (c *Core) sendHeartbeats(now time.Time) {
 			continue
 		}
 		p := c.peers.ensure(m)
+		if p.cutOff() {
+			// Nothing sent would reach it: the probe timer reaches out to
+			// it instead (reconnectTarget), and its answer resumes them.
+			continue
+		}
 		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
 		if p.acked != c.view.Stamp || p.ackedTerm != c.term {
 			hb.View = c.view.clone()

@@ -371,11 +371,11 @@ func (c *Core) probeTarget(p *peer) bool {
 }
 
 // reconnectTarget reports whether p is a member of the view whose connection
-// dropped while this member does not lead (a leader's heartbeats reach out
-// anyway). Followers send each other nothing, so without a probe a follower
-// would report a live peer unreachable until the next election.
+// dropped. Followers send each other nothing, and a leader sends it no
+// heartbeat (sendHeartbeats), so without a probe a live peer would stay
+// unreachable until it campaigned.
 func (c *Core) reconnectTarget(p *peer) bool {
-	return c.lead == nil && c.view.has(p.id.Node) && !p.unreachableSince.IsZero()
+	return c.view.has(p.id.Node) && p.cutOff()
 }
 
 // onProbeTick reaches out to declared peers outside the view, asks the

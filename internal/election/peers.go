@@ -120,6 +120,10 @@ func (p *peer) target(msg any) Outbound {
 	return Outbound{ToName: p.id, Message: msg}
 }
 
+// cutOff reports whether p's connection dropped and it was not heard from
+// since: its PID is forgotten, and only a message by name can reach it.
+func (p *peer) cutOff() bool { return !p.unreachableSince.IsZero() }
+
 // reached reports whether p counts, under rule e, as reached within window.
 func (p *peer) reached(e Evidence, now instant, window time.Duration) bool {
 	if !p.unreachableSince.IsZero() {

@@ -79,9 +79,11 @@ type TakenAcks struct {
 // acknowledgement would change nothing but the member's contact time. That
 // holds for a visible leader whose view is agreed, committed in its term and
 // acknowledged by every member at it, with no change, admission, removal or
-// handover pending, no member preferred over it, no member ended, cut off,
-// failing sends or of unknown PID, and healthy storage. It reports false in
-// every other case.
+// handover pending, no member preferred over it, no member ended, failing
+// sends or of unknown PID, and healthy storage. A member cut off (its
+// connection dropped) is left out while the others make a quorum: the ticks
+// send it nothing, and the beat ends before it would be a ghost. It reports
+// false in every other case.
 func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 	l := c.lead
 	if c.role != RoleLeader || l == nil || c.fatal != nil || c.storageErr != nil || c.view == nil ||
@@ -129,6 +131,16 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 			continue
 		}
 		p := c.peers.get(m.Node)
+		if p != nil && p.id == m && p.cutOff() && p.ended() == "" {
+			// Its ticks send it nothing (sendHeartbeats) until it is heard
+			// from again, which ends the beat; the beat ends before it
+			// has been silent for GhostTTL, when a tick would remove it.
+			if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
+				return SteadyBeat{}, false
+			}
+			sb.Until = earliest(sb.Until, now.Add(c.cfg.GhostTTL-p.silentFor(c.clock, now)-time.Nanosecond))
+			continue
+		}
 		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
 			p.ackedTerm != c.term || p.acked != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
 			p.lastInbound > p.lastReply || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {

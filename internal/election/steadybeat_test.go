@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -279,4 +280,39 @@ func TestCatchUpRefusesWhatDoesNotFitTheBeat(t *testing.T) {
 	stale.Term++
 	require.ErrorIs(t, l.core.CatchUp(&stale, BeatenAhead{Acks: make([]TakenAcks, len(sb.Members))}), gen.ErrIncorrect)
 	require.True(t, sameState(before, l.core), "a refused catch-up changes nothing")
+}
+
+// A member cut off (its connection dropped) is left out of the steady beat
+// while the others make a quorum: the leader's ticks send it nothing, and
+// the beat ends before it would be silent for GhostTTL, when a tick would
+// remove it. Cut off from a majority, the leader has no steady beat (its
+// tick steps down).
+func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
+	nw, l := settledLeader(t, 5, 45, nil)
+	var fs []*simNode
+	for _, name := range nw.names {
+		if sn := nw.nodes[name]; sn != l {
+			fs = append(fs, sn)
+		}
+	}
+	lost := func(error) error { return fmt.Errorf("lost: %w", gen.ErrNoConnection) }
+	c := l.core.Clone(nil)
+	c.PeerDown(nw.now, fs[0].pid, lost(nil))
+	sb, ok := c.SteadyBeat(nw.now)
+	require.True(t, ok, "four of five reachable")
+	require.Len(t, sb.Members, 3)
+	for _, m := range sb.Members {
+		require.NotEqual(t, fs[0].pid, m.PID)
+	}
+	ghost := nw.now.Add(c.cfg.GhostTTL - c.peers.get(fs[0].name).silentFor(c.clock, nw.now))
+	require.True(t, sb.Until.Before(ghost), "the beat ends at %s, before the member is a ghost at %s", sb.Until, ghost)
+	require.False(t, sb.Until.Before(ghost.Add(-time.Millisecond)), "and not long before")
+
+	c.PeerDown(nw.now, fs[1].pid, lost(nil))
+	sb, ok = c.SteadyBeat(nw.now)
+	require.True(t, ok, "three of five reachable: a quorum still")
+	require.Len(t, sb.Members, 2)
+	c.PeerDown(nw.now, fs[2].pid, lost(nil))
+	_, ok = c.SteadyBeat(nw.now)
+	require.False(t, ok, "two of five: no quorum")
 }

@@ -538,3 +538,51 @@ func TestReformCampaignsOnAMemberHeldByItsHostCell(t *testing.T) {
 	require.Len(t, messagesOf[MessageRequestVote](rd), 1, "asked n2, the one member heard lately")
 	assert.Equal(t, peerPID(2), messagesOf[MessageRequestVote](rd)[0].To)
 }
+
+// Views: a leader sends no heartbeat to a member whose connection dropped
+// (its PID is forgotten, and the leader document's heartbeats go only to
+// peers that answered): it probes it by name each ElectionTimeoutMax, as
+// followers probe each other, and heartbeats it again once it answers.
+func TestLeaderProbesAMemberItLostInsteadOfHeartbeatingIt(t *testing.T) {
+	nw, l := settledLeader(t, 3, 46, nil)
+	f := nw.other(l)
+	nw.input(l, func(c *Core, now time.Time) { c.PeerDown(now, f.pid, fmt.Errorf("lost: %w", gen.ErrNoConnection)) })
+	require.Contains(t, l.timers, TimerProbe, "the lost member is to be probed")
+	heartbeatsTo := func(from int) (to []gen.Atom) {
+		for _, out := range l.sent[from:] {
+			if _, ok := out.Message.(MessageHeartbeat); ok {
+				to = append(to, cmpOr(out.To.Node, out.ToName.Node))
+			}
+		}
+		return to
+	}
+
+	sent := len(l.sent)
+	nw.fire(l, l.timers[TimerHeartbeat])
+	assert.NotContains(t, heartbeatsTo(sent), f.name, "no heartbeat to the lost member")
+	assert.NotEmpty(t, heartbeatsTo(sent), "the others are heartbeaten")
+
+	sent = len(l.sent)
+	nw.fire(l, l.timers[TimerProbe])
+	var probes []Outbound
+	for _, out := range l.sent[sent:] {
+		if m, ok := out.Message.(MessageRequestVote); ok && m.PreVote && out.ToName.Node == f.name {
+			probes = append(probes, out)
+		}
+	}
+	require.Len(t, probes, 1, "a probe by name instead")
+	assert.Equal(t, l.core.Term(), probes[0].Message.(MessageRequestVote).Term, "at its own term: it spends no vote")
+
+	nw.flush()
+	require.True(t, l.core.HasPeer(f.pid), "its answer makes it reachable again")
+	sent = len(l.sent)
+	nw.fire(l, l.timers[TimerHeartbeat])
+	assert.Contains(t, heartbeatsTo(sent), f.name, "and heartbeaten again")
+}
+
+func cmpOr(a, b gen.Atom) gen.Atom {
+	if a != "" {
+		return a
+	}
+	return b
+}
