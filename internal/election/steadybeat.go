@@ -133,12 +133,14 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 		p := c.peers.get(m.Node)
 		if p != nil && p.id == m && p.cutOff() && p.ended() == "" {
 			// Its ticks send it nothing (sendHeartbeats) until it is heard
-			// from again, which ends the beat; the beat ends before it
-			// has been silent for GhostTTL, when a tick would remove it.
-			if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
-				return SteadyBeat{}, false
+			// from again, which ends the beat, and no handover picks it;
+			// the beat ends before it has been silent for GhostTTL, when
+			// a tick removes it.
+			left := c.cfg.GhostTTL - p.silentFor(c.clock, now)
+			if left <= 0 {
+				return SteadyBeat{}, false // the next tick removes it
 			}
-			sb.Until = earliest(sb.Until, now.Add(c.cfg.GhostTTL-p.silentFor(c.clock, now)-time.Nanosecond))
+			sb.Until = earliest(sb.Until, now.Add(left-time.Nanosecond))
 			continue
 		}
 		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||

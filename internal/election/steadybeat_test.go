@@ -316,3 +316,40 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	_, ok = c.SteadyBeat(nw.now)
 	require.False(t, ok, "two of five: no quorum")
 }
+
+// The catch-up property where a cut-off member's bound matters: a steady
+// beat taken while the member has been silent for nearly GhostTTL, so the
+// drawn ticks reach the beat's Until and, just after it, the tick that
+// would remove the member.
+func TestPropertyCatchingUpNearACutOffMembersGhostTTL(t *testing.T) {
+	near := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(3, 5).Draw(rt, "members")
+		nw, l := settledLeader(rt, n, rapid.Uint64().Draw(rt, "seed"), nil)
+		f := nw.other(l)
+		nw.isolate(f)
+		nw.input(l, func(c *Core, now time.Time) { c.PeerDown(now, f.pid, gen.ErrNoConnection) })
+		ttl := l.core.cfg.GhostTTL
+		before := time.Duration(rapid.IntRange(0, int(3*l.core.cfg.evidenceWindow()/time.Millisecond)).Draw(rt, "ms before it is a ghost")) * time.Millisecond
+		for {
+			p := l.core.peers.get(f.name)
+			if p == nil || !l.core.view.has(f.name) || p.silentFor(l.core.clock, nw.now) >= ttl-before {
+				break
+			}
+			nw.run(time.Millisecond)
+		}
+		if !l.core.IsProtocolLeader() || l.core.HasReady() {
+			return
+		}
+		sb, ok := l.core.SteadyBeat(nw.now)
+		a, armed := l.timers[TimerHeartbeat]
+		if !ok || !armed {
+			return
+		}
+		if sb.Until.Sub(nw.now) < 2*sb.Window {
+			near++
+		}
+		checkCatchUp(rt, l, sb, a.t, nw.now)
+	})
+	require.Greater(t, near, 20, "beats whose end the ticks reach")
+}
