@@ -25,21 +25,21 @@ func fast(o leader.Options) leader.Options {
 	return o
 }
 
-// A leader that loses a follower's node names it among its failing peers,
-// with coalescing on or off: it stops heartbeating the member whose
-// connection dropped, and its probes by name to it fail (a coalesced
-// batch's failure reaches the leader as a direct send's does:
-// TestAFailedBatchIsReportedToEveryMemberItCarried). The other follower
-// keeps following it.
-func TestALeaderNamesALostNodeAmongItsFailingPeers(t *testing.T) {
+// A leader that loses a follower's node reports it unreachable, with
+// coalescing on or off, and keeps leading the other follower. It sends the
+// lost member nothing but probes by name (a coalesced batch's failure
+// reaches the members it carried as a direct send's does:
+// TestAFailedBatchIsReportedToEveryMemberItCarried).
+func TestALeaderReportsALostNodeUnreachableAndLeadsOn(t *testing.T) {
 	withAndWithoutCoalescing(t, func(t *testing.T, c *testCluster, off bool) {
 		li, _ := c.waitOneLeader(all(3))
 		lost := (li + 1) % 3
 		lostNode := c.nodes[lost].Name()
 		c.nodes[lost].StopForce()
 		require.Eventually(t, func() bool {
-			return assert.ObjectsAreEqual([]gen.Atom{lostNode}, c.readIn(li).SendFailingPeers)
-		}, settle, poll, "the leader never saw its sends to %s fail", lostNode)
+			in := c.readIn(li)
+			return len(in.Unreachable) == 1 && in.Unreachable[0].Node == lostNode
+		}, settle, poll, "the leader never reported %s unreachable", lostNode)
 		li2, _ := c.waitOneLeader([]int{li, (li + 2) % 3})
 		assert.Equal(t, li, li2, "it keeps leading the other follower")
 	})

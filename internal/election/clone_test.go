@@ -60,6 +60,7 @@ var stateFields = map[string]string{
 	"Header.View":                 "value; keyed",
 	"Core.campaignHeld":           "value; keyed",
 	"Core.hostShortcut":           "value; keyed",
+	"Core.probeBackoff":           "value; not keyed: it only sets when the probe timer fires, and timers are keyed as armed",
 	"Core.reported":               "value; keyed",
 	"Core.handover":               "avoid cloned; keyed",
 	"Core.denials":                "value; keyed, and as declining at now",

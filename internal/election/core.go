@@ -67,6 +67,10 @@ type Core struct {
 	campaignHeld bool
 	// hostShortcut: the shell drives SetCampaign, so one member per host campaigns.
 	hostShortcut bool
+	// probeBackoff counts the probe ticks in a row that only reached out to
+	// peers that stay silent (cut off, or declared and never answering):
+	// each doubles the wait for the next, up to maxProbeBackoff times.
+	probeBackoff uint8
 
 	// reported is the role and leader the user was last told of, so
 	// callbacks fire on changes only.

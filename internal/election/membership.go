@@ -383,6 +383,8 @@ func (c *Core) reconnectTarget(p *peer) bool {
 // removals not yet applied.
 func (c *Core) onProbeTick(now time.Time) {
 	c.tidyPeers(now)
+	// silent: the tick only reaches out to peers that stay silent.
+	silent := !c.joining() && len(c.removals) == 0 && (c.lead == nil || len(c.lead.adds) == 0)
 	for _, n := range c.peers.nodes() {
 		p := c.peers.get(n)
 		if c.reconnectTarget(p) {
@@ -394,8 +396,15 @@ func (c *Core) onProbeTick(now time.Time) {
 		}
 		if c.view != nil && p.alive(c.clock.at(now), c.admitWindow()) {
 			c.requestAdd(now, p)
+			silent = false
 		}
 		c.negotiate(now, p)
+	}
+	switch {
+	case !silent:
+		c.probeBackoff = 0
+	case c.probeBackoff < maxProbeBackoff:
+		c.probeBackoff++
 	}
 	if c.lead != nil {
 		for _, n := range slices.Sorted(maps.Keys(c.lead.adds)) {
@@ -472,6 +481,10 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	p.unreachableSince = c.clock.at(now)
 	p.steadySince = 0
 	c.syncPeer(p)
+	// A new loss: reach out at the base interval again, not after the
+	// backed-off wait of the silent peers before it.
+	c.probeBackoff = 0
+	c.disarm(TimerProbe)
 	c.armProbe()
 	if !noConnection {
 		// A real end removes the member at once: now if this member leads,

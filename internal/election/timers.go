@@ -103,15 +103,25 @@ func (c *Core) armProbe() {
 	switch {
 	case !c.needsProbe():
 		c.disarm(TimerProbe)
+		c.probeBackoff = 0
 	case !c.timers[TimerProbe].armed:
-		c.arm(TimerProbe, c.probeInterval())
+		c.arm(TimerProbe, c.probeInterval()<<c.probeBackoff)
 	}
 }
 
 // probeInterval is how often probes and membership requests are repeated:
 // ElectionTimeoutMax, far below GhostTTL and cheap for a dead address, since
-// the runtime fails sends fast while it backs off redialling.
+// the runtime fails sends fast while it backs off redialling. Probes that
+// only reach out to peers that stay silent back off from it (probeBackoff).
 func (c *Core) probeInterval() time.Duration { return c.cfg.ElectionTimeoutMax }
+
+// maxProbeBackoff bounds the doublings of the probe interval: probes to
+// peers that stay silent go at least every 8 ElectionTimeoutMax, 2.4 s at
+// the defaults. Every member probes on its own, so after a node is lost
+// each of its clusters' members would otherwise wake 3 times a second for
+// it; a peer that comes back is found sooner by its own probes and
+// campaigns, or by the next loss, which starts the interval again.
+const maxProbeBackoff = 3
 
 // failoverDelay is the random wait before campaigning when a member that
 // knows no live leader is allowed to campaign again (the same-host cell

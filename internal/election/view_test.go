@@ -586,3 +586,46 @@ func cmpOr(a, b gen.Atom) gen.Atom {
 	}
 	return b
 }
+
+// Probes that only reach out to peers that stay silent back off: each such
+// tick doubles the wait for the next, up to 8 ElectionTimeoutMax. A new
+// loss starts again at ElectionTimeoutMax, and so does the next loss once
+// every peer answered.
+func TestProbesToSilentPeersBackOff(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	h.heartbeat(2, 1, h.stamp(), nil)
+	h.step(3, MessageVote{Header: hdr(3, 1, h.stamp()), PreVote: true})
+	h.take()
+	probeWait := func() time.Duration {
+		t.Helper()
+		var after time.Duration
+		for _, op := range h.take().Timers {
+			if op.Timer.Kind == TimerProbe && !op.Cancel {
+				after = op.After
+			}
+		}
+		require.NotZero(t, after, "the probe timer is armed")
+		return after
+	}
+	emax := h.c.cfg.ElectionTimeoutMax
+
+	h.c.PeerDown(h.now, peerPID(3), fmt.Errorf("lost: %w", gen.ErrNoConnection))
+	require.Equal(t, emax, probeWait(), "the first probe at ElectionTimeoutMax")
+	for _, want := range []time.Duration{2 * emax, 4 * emax, 8 * emax, 8 * emax} {
+		h.fire(TimerProbe)
+		require.Equal(t, want, probeWait(), "then doubling while it stays silent")
+	}
+
+	h.c.PeerDown(h.now, peerPID(2), fmt.Errorf("lost: %w", gen.ErrNoConnection))
+	require.Equal(t, emax, probeWait(), "a new loss starts again")
+	h.fire(TimerProbe)
+	require.Equal(t, 2*emax, probeWait())
+
+	h.step(3, MessageVote{Header: hdr(3, 1, h.stamp()), PreVote: true})
+	h.step(2, MessageVote{Header: hdr(2, 1, h.stamp()), PreVote: true})
+	h.fire(TimerProbe)
+	h.take()
+	assert.NotContains(t, h.timers, TimerProbe, "both answered: nothing left to probe")
+	h.c.PeerDown(h.now, peerPID(3), fmt.Errorf("lost: %w", gen.ErrNoConnection))
+	require.Equal(t, emax, probeWait(), "and the next loss is probed at the base interval")
+}
