@@ -249,6 +249,9 @@ func (r *relations) nodeDown(name gen.Atom) {
 // crashed node never does and its peers' failover waits behind when they
 // share the CPU.
 func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
+	// A stopping node leaves its monitors and links as they are: scanning
+	// them costs milliseconds per lost peer, when its peers need the CPU.
+	ending := !r.node.IsAlive()
 	r.mu.Lock()
 	var fired, dropped []relEntry
 	classify := func(t target, w watcher) {
@@ -259,17 +262,19 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 			dropped = append(dropped, relEntry{t, w})
 		}
 	}
-	var ws []plainWatcher
-	for pid, set := range r.byPID {
-		ws = set.appendTo(ws[:0])
-		for _, w := range ws {
-			classify(pidTarget(pid), w.watcher())
+	if !ending {
+		var ws []plainWatcher
+		for pid, set := range r.byPID {
+			ws = set.appendTo(ws[:0])
+			for _, w := range ws {
+				classify(pidTarget(pid), w.watcher())
+			}
 		}
-	}
-	for t, set := range r.targets {
-		ws = set.appendTo(ws[:0])
-		for _, w := range ws {
-			classify(t, w.watcher())
+		for t, set := range r.targets {
+			ws = set.appendTo(ws[:0])
+			for _, w := range ws {
+				classify(t, w.watcher())
+			}
 		}
 	}
 	var cs []watcher
@@ -286,11 +291,7 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 		r.removeLocked(e.target, e.w)
 	}
 	r.mu.Unlock()
-	ending := !r.node.IsAlive()
 	for _, e := range fired {
-		if ending && e.w.kind != relCall && e.w.pid.Node == r.node.name {
-			continue
-		}
 		r.node.notify(e.target, e.w, reason)
 	}
 }
