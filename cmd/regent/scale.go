@@ -823,7 +823,11 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 			return nil, err
 		}
 		start := time.Now()
-		time.Sleep(nodeDownSpan)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(nodeDownSpan):
+		}
 		c1, err := cpuTime()
 		if err != nil {
 			return nil, err
