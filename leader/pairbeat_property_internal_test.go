@@ -18,7 +18,8 @@ import (
 // one leader node and two follower nodes, over a wire the test plays:
 // frames go in order, but now and then one is lost, doubled or overtaken.
 // Followers publish and withdraw their steady answers (some not the one
-// their leader expects), leaders wake, the coalescer stops for a while, and
+// their leader expects) or step an input with their binding suspended,
+// leaders wake, the coalescer stops for a while, and
 // time moves on a virtual clock far ahead of the real one, so nothing
 // fires on its own. The promises, from what the test saw go over the wire:
 //
@@ -33,7 +34,9 @@ import (
 //	    every member's last credited reply, each reply within the window of
 //	    the one before), no tick past the beat's end.
 //	P4: a leader that is not paired never has its heartbeat timer parked
-//	    beyond its next tick; a follower's binding ends with its answer.
+//	    beyond its next tick; a follower's binding ends with its answer,
+//	    and stands through a step only when the answer after it is the one
+//	    it was bound with.
 var (
 	pairRuns  = flag.Int("pair.runs", 300, "random runs of TestPairBeatsKeepTheirPromises")
 	pairSteps = flag.Int("pair.steps", 600, "steps of each run")
