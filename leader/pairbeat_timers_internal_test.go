@@ -435,9 +435,11 @@ func watchedFollower(t *testing.T) (*coalescer, *coalescerProcess, gen.PID, elec
 }
 
 // watchedMember is a follower on n@h with real election timers whose
-// wake-ups count in woken, its inbox in c, with a Timeout of 30ms.
+// wake-ups count in woken, its inbox in c, with a Timeout of 200ms: long
+// enough that its timer parks before a silence could wake it, however late
+// the machine runs the timer's callback.
 func watchedMember(t *testing.T, c *coalescer, woken *atomic.Int64) *spMember {
-	m := &spMember{a: &Actor{share: &nodeShare{coal: c}}, pid: gen.PID{Node: "n@h", ID: 100, Creation: 1}, timeout: 30 * time.Millisecond}
+	m := &spMember{a: &Actor{share: &nodeShare{coal: c}}, pid: gen.PID{Node: "n@h", ID: 100, Creation: 1}, timeout: 200 * time.Millisecond}
 	m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
 	m.a.timerOwner = &timerOwner{process: &wakeAt{at: woken}, pid: m.pid, inbox: &m.a.inbox}
 	m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
@@ -467,8 +469,6 @@ func (m *spMember) answerOf(leader gen.PID, hb election.MessageHeartbeat) steady
 func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
 	c, p, leader, hb, m, woken := watchedFollower(t)
 	life := func(epoch, last uint64) {
-		woken.Store(0)
-		m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
 		answer := m.answerOf(leader, hb)
 		m.a.inbox.publish(&answer)
 		sp := &spPair{node: "p@h", leader: leader, hb: hb, epoch: epoch, slots: make(map[uint32]*spMember)}
@@ -480,12 +480,17 @@ func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
 			}
 			p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: epoch, Prev: k - 1, Tick: k, Joins: joins}, time.Now())
 			c.take(sp.node)
+			if k == 1 {
+				// Armed once bound, so it can only park.
+				m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
+			}
 			if k < last {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
 		require.NotNil(t, m.a.inbox.paired, "bound")
-		require.True(t, m.parked(), "its timer parked while bound")
+		require.Eventually(t, m.parked, 30*time.Second, time.Millisecond, "its timer parked while bound")
+		woken.Store(0)
 	}
 	life(1, 3)
 	require.Eventually(t, func() bool { return woken.Load() != 0 }, 30*time.Second, time.Millisecond, "the first life's silence wakes it")
@@ -498,15 +503,14 @@ func TestTheWatchdogWakesBoundMembersInTheLeaderNodesNextLife(t *testing.T) {
 // stepped has its election timer, parked while it was bound, run again.
 func TestATimerParkedThroughAStepWhoseBindingEndedRunsAgain(t *testing.T) {
 	_, p, leader, hb, m, _ := watchedFollower(t)
-	m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
 	answer := m.answerOf(leader, hb)
 	m.a.inbox.publish(&answer)
 	m.a.answering = true
 	sp := &spPair{node: "p@h", leader: leader, hb: hb, epoch: 1, slots: make(map[uint32]*spMember)}
 	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Tick: 1, Joins: []PairJoin{sp.join(m)}}, time.Now())
-	time.Sleep(5 * time.Millisecond)
+	m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
 	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Prev: 1, Tick: 2}, time.Now())
-	require.True(t, m.parked(), "its timer parked while bound")
+	require.Eventually(t, m.parked, 30*time.Second, time.Millisecond, "its timer parked while bound")
 
 	m.a.suspendSteady()
 	p.receiveBeat(sp.node, &PairBeat{Interval: int64(10 * time.Millisecond), Epoch: 1, Prev: 2, Tick: 3}, time.Now())
