@@ -40,10 +40,7 @@ func (n *lossyNode) Send(to any, message any) error {
 // for that node either way.
 func TestAFailedBatchIsReportedToEveryMemberItCarried(t *testing.T) {
 	node := &lossyNode{lost: "lost@h", sent: make(map[gen.PID][]any)}
-	c := newCoalescer(node)
-	running := gen.PID{Node: "n@h", ID: 1, Creation: 1}
-	c.pid.Store(&running)
-	t.Cleanup(c.stop)
+	c, _, _ := runningCoalescer(t, node)
 	a, b := gen.PID{Node: "n@h", ID: 10, Creation: 1}, gen.PID{Node: "n@h", ID: 11, Creation: 1}
 	hb := func(from gen.PID) *CoalescedHeartbeat {
 		return &CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: from.ID, FromCreation: from.Creation, ToID: 20, ToCreation: 1}}

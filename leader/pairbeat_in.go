@@ -170,11 +170,11 @@ type pairBinding struct {
 	from gen.PID
 	hb   MessageHeartbeat
 	ack  election.MessageHeartbeatAck
-	// since is the tick the binding began on. first is the first tick the
-	// member has not taken yet (since, until it wakes while bound), and
-	// sinceAt the arrival of the last beat it took, or of its join.
-	since, first uint64
-	sinceAt      time.Duration
+	// first is the first tick the member has not taken yet: its join's,
+	// until it wakes while bound; sinceAt the arrival of the last beat it
+	// took, or of its join.
+	first   uint64
+	sinceAt time.Duration
 	// heldFrom is when the answer the binding stands on was given: a beat
 	// is held as arriving no earlier, as coalescer.answer holds one.
 	heldFrom time.Duration
@@ -369,7 +369,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
 		return false
 	}
-	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, ack: j.Ack, since: tick, first: tick, sinceAt: at}
+	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, ack: j.Ack, first: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
 		if ib := c.inboxOf(t.pid); ib != nil {
 			ib.mu.Lock()

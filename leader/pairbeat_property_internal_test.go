@@ -949,7 +949,7 @@ func (h *pairHarness) checkMember(m *phMember) {
 	if g != m.gen && !m.stepping {
 		h.errorf("P4: %v is still bound to slot %d after its answer was withdrawn", m.pid, bd.slot)
 	}
-	if tick > bd.since && !h.sent[phTickKey{m.pid.Node, tick}][bd.slot] {
+	if tick >= bd.first && !h.sent[phTickKey{m.pid.Node, tick}][bd.slot] {
 		h.errorf("P2: %v holds beat %d (at %v) for slot %d, which that beat did not carry", m.pid, tick, at, bd.slot)
 	}
 	if at > h.now {

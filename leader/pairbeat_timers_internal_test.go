@@ -425,11 +425,9 @@ func (w *wakeAt) Send(to any, message any) error {
 // wake-ups count in woken, and the coalescer and its process that take
 // the pair beats of leader, on p@h, whose heartbeat is hb.
 func watchedFollower(t *testing.T) (*coalescer, *coalescerProcess, gen.PID, election.MessageHeartbeat, *spMember, *atomic.Int64) {
-	c, _, _ := runningCoalescer(t, sinkNode{})
+	c, leader, hb := runningCoalescer(t, sinkNode{})
 	c.ackLinger = time.Hour
 	p := &coalescerProcess{Process: &firings{}, c: c}
-	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
 	woken := new(atomic.Int64)
 	return c, p, leader, hb, watchedMember(t, c, woken), woken
 }

@@ -735,15 +735,21 @@ func (s *scaleRun) failovers(ctx context.Context) (summary, error) {
 // a fault never strikes just as followers take a new leader's first
 // heartbeat (which no real failure does).
 func (s *scaleRun) steady(ctx context.Context, k int) (leader.Agreement, error) {
-	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
-	defer cancel()
-	cur, err := s.recs[k].waitAgreed(wctx, 0, gen.PID{}, s.cfg.nodes)
+	cur, err := s.agreedByAll(ctx, k)
 	if err != nil {
 		return cur, err
 	}
 	hb := time.Duration(s.cfg.timings.hb) * time.Millisecond
 	time.Sleep(time.Duration(s.cfg.timings.eMax)*time.Millisecond + rand.N(hb))
 	return cur, nil
+}
+
+// agreedByAll waits, up to settleTimeout, until every member of cluster k
+// follows one leader, and returns that agreement.
+func (s *scaleRun) agreedByAll(ctx context.Context, k int) (leader.Agreement, error) {
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	return s.recs[k].waitAgreed(wctx, 0, gen.PID{}, s.cfg.nodes)
 }
 
 // steadyLeader waits until cluster 0 is steady and returns its agreed
@@ -846,11 +852,8 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	// cluster led with all its members again, then no election for a
 	// quiet spell. Timing it amid the restarted node's rejoining would
 	// count that churn as the failover's.
-	for k, rec := range s.recs {
-		wctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		_, err := rec.waitAgreed(wctx, 0, gen.PID{}, s.cfg.nodes)
-		cancel()
-		if err != nil {
+	for k := range s.recs {
+		if _, err := s.agreedByAll(ctx, k); err != nil {
 			return nil, fmt.Errorf("cluster %d after its node's restart: %w", k, err)
 		}
 	}

@@ -481,10 +481,12 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	p.unreachableSince = c.clock.at(now)
 	p.steadySince = 0
 	c.syncPeer(p)
-	// A new loss: reach out at the base interval again, not after the
-	// backed-off wait of the silent peers before it.
-	c.probeBackoff = 0
-	c.disarm(TimerProbe)
+	if c.probeBackoff > 0 {
+		// A new loss: reach out at the base interval again, not after the
+		// backed-off wait of the silent peers before it.
+		c.probeBackoff = 0
+		c.disarm(TimerProbe)
+	}
 	c.armProbe()
 	if !noConnection {
 		// A real end removes the member at once: now if this member leads,
