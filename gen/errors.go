@@ -21,6 +21,9 @@ var (
 	ErrNodeTerminated     = errors.New("regent: node terminated")
 	ErrUnauthorized       = errors.New("regent: authentication failed")
 	ErrUnsupported        = errors.New("regent: not supported")
+	// ErrWouldBlock: a send that may not wait found no room to queue its
+	// message; nothing was sent.
+	ErrWouldBlock = errors.New("regent: the send would wait")
 	// ErrEmptyCookie refuses a network without a cookie; see
 	// NetworkOptions.InsecureOpen.
 	ErrEmptyCookie = errors.New("regent: empty cookie")

@@ -35,7 +35,13 @@ import (
 //     outbox sets the outbox's timer for a linger (lingerFor), whose
 //     callback sends the entries as MessageHeartbeatBatch frames of at most
 //     maxBatchEntries to the destination's coalescer; a full outbox is sent
-//     at once by the member that filled it. A failed send reports
+//     at once by the member that filled it. The pair beats of a grid
+//     instant and the PairAcks of a received frame (rule 8) leave at once
+//     from the goroutine that queued them (flushNow), when the runtime can
+//     send without waiting (node.TrySend); when the connection's queue is
+//     full they wait for the outbox's flusher, in front of what came after
+//     them. One flush of an outbox at a time sends its frames in the order
+//     their entries came. A failed send reports
 //     SendFailed to every member whose entries it carried, as a direct send
 //     would.
 //  4. Receiver side: entries name no nodes: the sender is on the node the
@@ -356,10 +362,21 @@ type outbox struct {
 	// (rule 8); each travels in the next frame, in order.
 	beats    []PairBeat
 	beatAcks []PairAck
-	// timer flushes the outbox a linger after its first entry; scheduled
+	// flusher flushes the outbox a linger after its first entry; scheduled
 	// says it is set.
-	timer     *time.Timer
+	flusher   timerLoop
 	scheduled bool
+	// sending is held from taking the entries to sending them (flush,
+	// flushNow), so that the outbox's frames leave in the order its
+	// entries came: pair beats out of sequence reset their pair. Taken
+	// before the coalescer's mu, never while holding it.
+	sending sync.Mutex
+}
+
+// trySender is a runtime whose Send has a variant that never waits
+// (node.TrySend); without one, outboxes are flushed by their linger only.
+type trySender interface {
+	TrySend(to any, message any) error
 }
 
 func newCoalescer(node gen.Node) *coalescer {
@@ -406,6 +423,7 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 	ob := c.out[dest]
 	if ob == nil {
 		ob = &outbox{dest: dest}
+		ob.flusher.fn = func() { c.flush(dest) }
 		c.out[dest] = ob
 	}
 	switch {
@@ -421,21 +439,13 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 	full := len(ob.heartbeats)+len(ob.acks) >= maxBatchEntries
 	switch {
 	case full && !inline:
-		// Flushed now, on the timer's goroutine.
+		// Flushed now, on the flusher's goroutine.
 		ob.scheduled = true
-		if ob.timer == nil {
-			ob.timer = time.AfterFunc(0, func() { c.flush(dest) })
-		} else {
-			ob.timer.Reset(0)
-		}
+		ob.flusher.reset(0)
 		full = false
 	case !full && !ob.scheduled:
 		ob.scheduled = true
-		if ob.timer == nil {
-			ob.timer = time.AfterFunc(linger, func() { c.flush(dest) })
-		} else {
-			ob.timer.Reset(linger)
-		}
+		ob.flusher.reset(linger)
 	}
 	c.mu.Unlock()
 	if full {
@@ -458,17 +468,79 @@ func (c *coalescer) take(dest gen.Atom) (MessageHeartbeatBatch, bool) {
 	ob.heartbeats, ob.acks = make([]CoalescedHeartbeat, 0, len(b.Heartbeats)), make([]CoalescedAck, 0, len(b.Acks))
 	ob.beats, ob.beatAcks = nil, nil
 	if ob.scheduled {
-		// Harmless from the timer's own callback; a full outbox flushed
-		// early stops it (one that fires anyway finds what came since).
-		ob.timer.Stop()
+		// Harmless from the flusher's own run; a full outbox flushed early
+		// stops it (one that fires anyway finds what came since).
+		ob.flusher.stop()
 		ob.scheduled = false
 	}
 	return b, len(b.Heartbeats)+len(b.Acks)+len(b.Beats)+len(b.BeatAcks) > 0
 }
 
+// outboxFor returns the outbox for dest, nil when none was made.
+func (c *coalescer) outboxFor(dest gen.Atom) *outbox {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out[dest]
+}
+
+// flushNow sends what waits for dest at once, on the caller's goroutine,
+// when that needs no waiting: the runtime can send without waiting for
+// room (trySender), no other flush of dest is under way, and the entries
+// fit one frame. Otherwise the outbox's flusher sends them as before. The
+// grid and the coalescer process call it once they have queued the pair
+// beats, or the PairAcks, of an instant (rule 8), which then leave without
+// a linger and a hand-off to the flusher's goroutine each tick.
+func (c *coalescer) flushNow(dest gen.Atom) {
+	ts, ok := c.node.(trySender)
+	if !ok {
+		return
+	}
+	ob := c.outboxFor(dest)
+	if ob == nil || !ob.sending.TryLock() {
+		return
+	}
+	defer ob.sending.Unlock()
+	all, ok := c.take(dest)
+	if !ok {
+		return
+	}
+	if len(all.Heartbeats)+len(all.Acks) > maxBatchEntries {
+		c.putBack(ob, all)
+		return
+	}
+	to := gen.ProcessID{Name: CoalescerName, Node: dest}
+	err := ts.TrySend(to, all)
+	if errors.Is(err, gen.ErrWouldBlock) || errors.Is(err, gen.ErrTooLarge) {
+		c.putBack(ob, all)
+		return
+	}
+	c.stats.flushes.Add(1)
+	c.settle(dest, to, all, err)
+}
+
+// putBack returns the entries b, taken from ob and not sent, to the front
+// of ob, and has its flusher send them at once. Called with ob.sending
+// held: no other flush took entries meanwhile.
+func (c *coalescer) putBack(ob *outbox, b MessageHeartbeatBatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ob.heartbeats = append(b.Heartbeats, ob.heartbeats...)
+	ob.acks = append(b.Acks, ob.acks...)
+	ob.beats = append(b.Beats, ob.beats...)
+	ob.beatAcks = append(b.BeatAcks, ob.beatAcks...)
+	ob.scheduled = true
+	ob.flusher.reset(0)
+}
+
 // flush sends what waits for dest, in frames of at most maxBatchEntries,
 // from the node itself, and tells the senders of a frame that failed.
 func (c *coalescer) flush(dest gen.Atom) {
+	ob := c.outboxFor(dest)
+	if ob == nil {
+		return
+	}
+	ob.sending.Lock()
+	defer ob.sending.Unlock()
 	all, ok := c.take(dest)
 	if !ok {
 		return
@@ -492,8 +564,13 @@ func (c *coalescer) flush(dest gen.Atom) {
 // network's MaxFrameSize is sent in halves, down to single entries, rather
 // than failed whole; a batch that fails otherwise is reported to its senders.
 func (c *coalescer) sendBatch(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBatch) {
+	c.settle(dest, to, b, c.node.Send(to, b))
+}
+
+// settle counts a batch sent to dest's coalescer, or deals with its send's
+// error as sendBatch says.
+func (c *coalescer) settle(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBatch, err error) {
 	entries := len(b.Heartbeats) + len(b.Acks)
-	err := c.node.Send(to, b)
 	switch {
 	case err == nil:
 		c.stats.framesOut.Add(1)
@@ -523,9 +600,7 @@ func (c *coalescer) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ob := range c.out {
-		if ob.timer != nil {
-			ob.timer.Stop()
-		}
+		ob.flusher.close()
 		ob.heartbeats, ob.acks, ob.beats, ob.beatAcks, ob.scheduled = nil, nil, nil, nil, false
 	}
 }

@@ -105,6 +105,9 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 	for i := range b.Beats {
 		p.receiveBeat(node, &b.Beats[i], now)
 	}
+	if len(b.Beats) > 0 {
+		p.c.flushNow(node) // the PairAcks
+	}
 	for i := range b.BeatAcks {
 		a := &b.BeatAcks[i]
 		if pb := p.c.pairBeatsFor(time.Duration(a.Interval)); pb != nil {

@@ -380,7 +380,7 @@ func (pb *pairBeats) resetPair(po *pairOut, resume time.Duration, err error, fx 
 // calls it after the timers due at now.
 func (pb *pairBeats) fire(now time.Duration) {
 	var fx pairEffects
-	sent := 0
+	var beaten []gen.Atom // the pairs' nodes this tick's beats go to
 	pb.mu.Lock()
 	if pb.nextAt == 0 || now < pb.nextAt {
 		pb.mu.Unlock()
@@ -436,7 +436,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 			pb.resetPair(po, pb.instantAfter(now), nil, &fx)
 			continue
 		}
-		sent++
+		beaten = append(beaten, po.dest)
 	}
 	if pb.active() {
 		pb.nextAt = pb.instantAfter(now)
@@ -444,8 +444,11 @@ func (pb *pairBeats) fire(now time.Duration) {
 		pb.nextAt = 0
 	}
 	pb.mu.Unlock()
-	pb.coal.stats.pairBeatsOut.Add(uint64(sent))
+	pb.coal.stats.pairBeatsOut.Add(uint64(len(beaten)))
 	pb.apply(&fx)
+	for _, dest := range beaten {
+		pb.coal.flushNow(dest)
+	}
 }
 
 // unpairAll unpairs every leader with a slot on po, to resume at now.

@@ -250,7 +250,7 @@ func newPairHarness(t *testing.T, seed int64) *pairHarness {
 	h.pL = &coalescerProcess{Process: &phProcess{n: h.nodeL}, c: h.cL}
 	h.pb = newPairBeats(h.cL, phD, 0)
 	g := newHeartbeatGrid(h.pb)
-	g.rt = time.AfterFunc(time.Hour, func() {}) // never fires the grid: the test does
+	g.loop.rt, g.loop.running = time.NewTimer(time.Hour), true // no goroutine fires the grid: the test does
 	h.cL.share = &nodeShare{coal: h.cL, grids: map[time.Duration]*heartbeatGrid{phD: g}}
 	h.pidL = gen.PID{Node: phNodeL, ID: 1, Creation: 1}
 	for _, name := range phNodesF {
@@ -297,7 +297,9 @@ func (h *pairHarness) quietCoalescer(n *phNode, dests ...gen.Atom) *coalescer {
 	pid := gen.PID{Node: n.name, ID: 1, Creation: 1}
 	c.pid.Store(&pid)
 	for _, d := range dests {
-		c.out[d] = &outbox{dest: d, timer: time.AfterFunc(time.Hour, func() {})}
+		ob := &outbox{dest: d}
+		ob.flusher.rt, ob.flusher.running = time.NewTimer(time.Hour), true // no goroutine flushes it
+		c.out[d] = ob
 	}
 	return c
 }
@@ -310,7 +312,7 @@ func (h *pairHarness) close() {
 		}
 		c.stop()
 	}
-	h.cL.share.grids[phD].rt.Stop()
+	h.cL.share.grids[phD].loop.rt.Stop()
 }
 
 func (h *pairHarness) errorf(format string, args ...any) {

@@ -10,12 +10,12 @@ import (
 	"github.com/regent-go/regent/internal/election"
 )
 
-// quietGrid is a heartbeat grid beating pb whose Go timer never fires: the
-// test fires the timers and the pairs itself.
+// quietGrid is a heartbeat grid beating pb with no goroutine to fire it:
+// the test fires the timers and the pairs itself.
 func quietGrid(t *testing.T, pb *pairBeats) *heartbeatGrid {
 	g := newHeartbeatGrid(pb)
-	g.rt = time.AfterFunc(time.Hour, func() {})
-	t.Cleanup(func() { g.rt.Stop() })
+	g.loop.rt, g.loop.running = time.NewTimer(time.Hour), true
+	t.Cleanup(func() { g.loop.rt.Stop() })
 	return g
 }
 

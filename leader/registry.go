@@ -66,6 +66,16 @@ func (s *nodeShare) gridFor(d time.Duration) *heartbeatGrid {
 	return g
 }
 
+// closeGrids stops the node's heartbeat grids, once its last leader actor
+// has ended.
+func (s *nodeShare) closeGrids() {
+	s.gridsMu.Lock()
+	defer s.gridsMu.Unlock()
+	for _, g := range s.grids {
+		g.close()
+	}
+}
+
 // pairBeatsFor returns the pair beats of the node's grid for interval d,
 // nil when it has none.
 func (c *coalescer) pairBeatsFor(d time.Duration) *pairBeats {
@@ -156,6 +166,7 @@ func (a *Actor) unregister() {
 		return
 	}
 	share.coal.stop()
+	share.closeGrids()
 	if cp := share.coal.pid.Load(); cp != nil {
 		// Kill, not a message: nothing of this share may run after it. A
 		// process already gone (the node stopping) is fine.

@@ -313,16 +313,17 @@ type heartbeatGrid struct {
 	// no coalescer.
 	pairs *pairBeats
 
-	// mu guards due, next and rt. It is taken with a shellTimer's mu held
+	// mu guards due and next. It is taken with a shellTimer's mu held
 	// (schedule, stop), never the other way round: fire calls the due
 	// timers and the pairs after releasing it.
 	mu sync.Mutex
 	// due holds each scheduled timer with the instant it fires at, on the
-	// shell's clock, and its owner; next is when rt fires, zero when it is
-	// stopped.
+	// shell's clock, and its owner; next is when loop fires, zero when it
+	// is stopped.
 	due  map[*shellTimer]gridEntry
 	next time.Duration
-	rt   *time.Timer
+	// loop fires the grid from one long-lived goroutine.
+	loop timerLoop
 }
 
 // gridFiring is a due timer of a heartbeatGrid with its owner.
@@ -332,7 +333,9 @@ type gridFiring struct {
 }
 
 func newHeartbeatGrid(pairs *pairBeats) *heartbeatGrid {
-	return &heartbeatGrid{pairs: pairs, due: make(map[*shellTimer]gridEntry)}
+	g := &heartbeatGrid{pairs: pairs, due: make(map[*shellTimer]gridEntry)}
+	g.loop.fn = g.fire
+	return g
 }
 
 // gridEntry is a timer scheduled on a heartbeatGrid.
@@ -349,33 +352,39 @@ func (g *heartbeatGrid) add(t *shellTimer, o *timerOwner, at, now time.Duration)
 	g.runAt(at, now)
 }
 
-// runAt makes the Go timer run at at, unless it runs earlier. Called with
-// mu held.
+// runAt makes the grid fire at at, unless it fires earlier. Called with mu
+// held.
 func (g *heartbeatGrid) runAt(at, now time.Duration) {
 	if g.next == 0 || at < g.next {
 		g.next = at
-		if g.rt == nil {
-			g.rt = time.AfterFunc(at-now, g.fire)
-		} else {
-			g.rt.Reset(at - now)
-		}
+		g.loop.reset(at - now)
 	}
 }
 
-// remove unschedules t; the Go timer stops with the last one, unless the
+// remove unschedules t; the grid stops firing with the last one, unless the
 // pairs still beat.
 func (g *heartbeatGrid) remove(t *shellTimer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.due, t)
 	if len(g.due) == 0 && g.next != 0 && (g.pairs == nil || g.pairs.next() == 0) {
-		g.rt.Stop()
 		g.next = 0
+		g.loop.stop()
 	}
 }
 
-// fire is the Go timer's callback: it fires every timer that is due, then
-// the pairs' beats, then runs again for the earliest of the rest.
+// close unschedules everything, for good, once the node's last leader
+// actor has ended: its goroutine ends.
+func (g *heartbeatGrid) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.due)
+	g.next = 0
+	g.loop.close()
+}
+
+// fire fires every timer that is due, then the pairs' beats, then runs
+// again for the earliest of the rest.
 func (g *heartbeatGrid) fire() {
 	g.mu.Lock()
 	now := sinceEpoch(time.Now())

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,8 +118,67 @@ func TestHeartbeatGridFiresEveryDueTimerFromOneGoTimer(t *testing.T) {
 	}, 5*time.Second, 2*time.Millisecond, "every timer due at the first instant fired")
 	require.Eventually(t, func() bool { return lateFired.count() == 1 }, 5*time.Second, 2*time.Millisecond, "the later timer fired at its own instant")
 	assert.Zero(t, removedFired.count(), "a stopped timer never fires")
+	require.Eventually(t, func() bool { return !loopRuns(&g.loop) }, 5*time.Second, 2*time.Millisecond, "the grid's goroutine ends with nothing scheduled")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	assert.Empty(t, g.due, "nothing is left scheduled")
 	assert.Zero(t, g.next, "the grid's Go timer is not running with nothing scheduled")
+}
+
+// loopRuns says whether l's goroutine runs.
+func loopRuns(l *timerLoop) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running
+}
+
+// A grid closed with its node's last leader actor ends its goroutine at
+// once, though a timer was due an hour later, and nothing schedules it
+// again: a stopped node leaves no goroutine behind.
+func TestAClosedHeartbeatGridEndsItsGoroutineForGood(t *testing.T) {
+	g := newHeartbeatGrid(nil)
+	f := &firings{}
+	o := &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &inbox{}, grid: g}
+	schedule := func(tm *shellTimer, after time.Duration) {
+		tm.mu.Lock()
+		now := sinceEpoch(time.Now())
+		tm.due = now + after
+		tm.schedule(now, o, election.TimerHeartbeat)
+		tm.mu.Unlock()
+	}
+	ticking := func() bool { return loopRuns(&g.loop) }
+	schedule(&shellTimer{}, time.Hour)
+	require.True(t, ticking(), "a scheduled grid runs its goroutine")
+	g.close()
+	require.Eventually(t, func() bool { return !ticking() }, 5*time.Second, 2*time.Millisecond, "the closed grid's goroutine ends")
+	schedule(&shellTimer{}, time.Millisecond)
+	assert.False(t, ticking(), "nothing schedules a closed grid")
+	time.Sleep(20 * time.Millisecond)
+	assert.Zero(t, f.count(), "a closed grid fires nothing")
+}
+
+// A timerLoop runs its function once per reset, from a goroutine that
+// stays for the next one, and a stop or a close cancels the run that was
+// due: the stopped loop's goroutine ends after its idle spell, a closed
+// one's at once and for good.
+func TestATimerLoopRunsOncePerResetAndEndsWhenIdleOrClosed(t *testing.T) {
+	var runs atomic.Int32
+	l := &timerLoop{fn: func() { runs.Add(1) }}
+	for i := int32(1); i <= 3; i++ {
+		l.reset(time.Millisecond)
+		require.Eventually(t, func() bool { return runs.Load() == i }, 5*time.Second, time.Millisecond, "reset %d runs the function once", i)
+	}
+	l.reset(time.Hour)
+	l.stop()
+	require.Eventually(t, func() bool { return !loopRuns(l) }, 5*time.Second, 2*time.Millisecond, "a stopped loop's goroutine ends once idle")
+	assert.EqualValues(t, 3, runs.Load(), "a stopped run never happens")
+
+	l.reset(time.Hour)
+	require.True(t, loopRuns(l), "a reset starts the goroutine again")
+	l.close()
+	require.Eventually(t, func() bool { return !loopRuns(l) }, 5*time.Second, 2*time.Millisecond, "a closed loop's goroutine ends")
+	l.reset(time.Millisecond)
+	assert.False(t, loopRuns(l), "nothing restarts a closed loop")
+	time.Sleep(10 * time.Millisecond)
+	assert.EqualValues(t, 3, runs.Load(), "a closed loop runs nothing")
 }

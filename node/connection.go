@@ -110,6 +110,10 @@ const (
 	// sendHandover carries the frames queued while the connection was
 	// dialled; the dial queue bounded them already.
 	sendHandover
+	// sendTry is a TrySend: it never waits; where sendWait would, it fails
+	// with an error wrapping gen.ErrWouldBlock, and the frame stays the
+	// sender's (not counted as dropped).
+	sendTry
 )
 
 // scratch is the buffer one send encodes its frame into before taking the
@@ -186,6 +190,10 @@ func (c *connection) enqueue(frames []byte, count int, mode sendMode) error {
 			c.nw.logs.Warning("overflow", "closing the connection to %s: %v", c.peer.Name, err)
 			c.teardown(err)
 			return err
+		}
+		if mode == sendTry {
+			c.mu.Unlock()
+			return fmt.Errorf("send to %s: %d bytes wait for the writer, the bound is %d: %w", c.peer.Name, queued, limit, gen.ErrWouldBlock)
 		}
 		room := c.room
 		if room == nil {

@@ -42,8 +42,11 @@
 //     (down and exit notices, answers the reader makes) never wait; should
 //     they find the queue at twice its bound, the peer is not reading and
 //     the connection is closed (Dropped["send_queue_overflow"]), which
-//     watchers on both sides learn as gen.ErrNoConnection. Nothing is
-//     dropped without a count and, for a sender, an error.
+//     watchers on both sides learn as gen.ErrNoConnection. TrySend (not in
+//     ergo's Node) never waits: where Send would, it fails at once with an
+//     error wrapping gen.ErrWouldBlock, sending nothing, and leaves the
+//     message to its caller (not counted as dropped). Nothing is dropped
+//     without a count and, for a sender, an error.
 //  5. A Call fails fast with gen.ErrProcessUnknown or gen.ErrNoConnection
 //     when the target is known to be gone, and returns
 //     gen.ErrProcessTerminated when it terminates before answering. A Call,

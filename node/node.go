@@ -144,6 +144,23 @@ func (n *node) Send(to any, message any) error {
 	return n.send(n.core, to, message)
 }
 
+// TrySend is Send that never waits: where Send would wait for room in the
+// connection's send queue (gen.NetworkOptions.SendQueueBytes), it fails at
+// once with an error wrapping gen.ErrWouldBlock and sends nothing; a local
+// send never waits anyway. Not in ergo's Node: Regent's heartbeat
+// coalescer sends with it from the goroutines that beat for every leader of
+// the node, which must not wait on one slow peer.
+func (n *node) TrySend(to any, message any) error {
+	t, err := n.parseTarget(to, false)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if n.isRemote(t) {
+		return n.sendRemoteMode(t.node, &envelope{kind: kindMessage, from: n.core, target: t, payload: message}, sendTry)
+	}
+	return n.sendTo(n.core, t, message)
+}
+
 func (n *node) Call(to any, request any) (any, error) {
 	return n.call(nil, n.core, to, kindRequest, request, gen.DefaultRequestTimeout)
 }

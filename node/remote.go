@@ -16,6 +16,12 @@ import (
 // connection the frame is queued while the connection is dialled in the
 // background; see network.queue. An unencodable env fails here.
 func (n *node) sendRemote(to gen.Atom, env *envelope) error {
+	return n.sendRemoteMode(to, env, sendWait)
+}
+
+// sendRemoteMode is sendRemote with the queueing of mode: sendWait, or
+// sendTry. A frame queued while the connection is dialled never waits.
+func (n *node) sendRemoteMode(to gen.Atom, env *envelope, mode sendMode) error {
 	if err := n.net.refuseDisabled("send to", to); err != nil {
 		return err
 	}
@@ -30,7 +36,7 @@ func (n *node) sendRemote(to gen.Atom, env *envelope) error {
 		if c := n.net.existing(to); c != nil {
 			// A connection retired after a simultaneous dial refuses the
 			// send; its replacement is already in the table.
-			if err := c.enqueue(frame, 1, sendWait); !errors.Is(err, errRetired) {
+			if err := c.enqueue(frame, 1, mode); !errors.Is(err, errRetired) {
 				return err
 			}
 			continue

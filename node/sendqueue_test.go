@@ -161,6 +161,28 @@ func TestSendQueueBackPressure(t *testing.T) {
 		assert.False(t, containsNode(n.Network().Nodes(), m.name))
 	})
 
+	t.Run("TrySend to a peer that does not read fails at once with ErrWouldBlock where Send would wait, uncounted, and the connection stays", func(t *testing.T) {
+		n, _ := startNet(t, "sender@127.0.0.1", smallQueue(time.Hour)) // a Send that waited would hang the test
+		m := newMute(t, n, "mute@127.0.0.1")
+		try, ok := n.(interface {
+			TrySend(to any, message any) error
+		})
+		require.True(t, ok, "the node has TrySend")
+		to := gen.PID{Node: m.name, ID: 1000, Creation: 1}
+		big := ping{Text: strings.Repeat("x", 16<<10)}
+		var err error
+		for i := 0; i < 64<<10 && err == nil; i++ { // 1 GiB: far beyond any socket's buffers
+			big.Seq = i
+			err = try.TrySend(to, big)
+		}
+		require.ErrorIs(t, err, gen.ErrWouldBlock)
+		assert.Contains(t, err.Error(), "bound")
+		stats := n.Network().Stats()
+		assert.Zero(t, stats.Dropped["send_queue_full"], "a refused TrySend is the sender's, not a drop")
+		assert.Zero(t, stats.Dropped["send_queue_overflow"])
+		assert.True(t, containsNode(n.Network().Nodes(), m.name), "a full queue alone does not close the connection")
+	})
+
 	t.Run("a negative SendQueueBytes is refused", func(t *testing.T) {
 		opts := fastNet(testCookie)
 		opts.SendQueueBytes = -1

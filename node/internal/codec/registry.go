@@ -104,7 +104,7 @@ var genErrors = []error{
 	gen.ErrNoConnection, gen.ErrProcessUnknown, gen.ErrProcessTerminated, gen.ErrProcessMailboxFull,
 	gen.ErrTimeout, gen.ErrNotAllowed, gen.ErrUnregistered, gen.ErrTooLarge, gen.ErrMalformed,
 	gen.ErrNoRoute, gen.ErrNameUnknown, gen.ErrTaken, gen.ErrIncorrect, gen.ErrNodeTerminated,
-	gen.ErrUnauthorized, gen.ErrUnsupported, gen.ErrEmptyCookie,
+	gen.ErrUnauthorized, gen.ErrUnsupported, gen.ErrEmptyCookie, gen.ErrWouldBlock,
 	gen.TerminateReasonNormal, gen.TerminateReasonKill, gen.TerminateReasonPanic, gen.TerminateReasonShutdown,
 }
 
