@@ -228,6 +228,7 @@ func TestBench(t *testing.T) {
 			assert.Positive(t, r.FramesPerPair)
 			assert.Positive(t, r.BytesPerPair)
 			assert.Positive(t, r.CPUShare)
+			assert.Positive(t, r.IdleFloor, "the frames alone cost some CPU")
 			assert.Positive(t, r.CPUPerCluster)
 			assert.Equal(t, 2, r.Failover.N, "two failovers among the others")
 			assert.Equal(t, 2, r.FailoverAlone.N, "and two on one cluster alone")

@@ -33,6 +33,12 @@ two back to back so their ratio is fair on a shared machine):
              timeouts, at least 2 s); the window starts after that spell
   CPU        the process's CPU time over a steady window, as a share of one
              core, and per cluster (microseconds of CPU per second)
+  floor      the CPU share of the window's frames alone, measured once the
+             row's nodes have stopped: per tick as many beats between the
+             same number of nodes, each answered at once, of the same mean
+             size, over loopback TCP between plain goroutines (one ticker
+             per beating node, one reader per connection); CPU over floor is
+             what the runtime, the coalescer and the election add
   msgs/s     messages per second into a member's mailbox (timer firings,
              protocol messages, coalesced entries), averaged over the
              members: each may wake it; unlike CPU, the machine's load
@@ -88,6 +94,10 @@ type scaleRow struct {
 	StallUnrecovered bool          `json:"stall_unrecovered,omitempty"`
 	Window           time.Duration `json:"window_ns"`
 	CPUShare         float64       `json:"cpu_share_of_one_core"`
+	// IdleFloor is the CPU share of the window's frames alone: the same
+	// number per tick, of the same mean size, between goroutines over
+	// loopback TCP, measured once the row's nodes are stopped (scalefloor.go).
+	IdleFloor float64 `json:"idle_floor_cpu_share"`
 	// CPUPerCluster is CPU time per cluster per second of the window, in µs.
 	CPUPerCluster float64 `json:"cpu_us_per_cluster_second"`
 	HeapPerActor  float64 `json:"heap_bytes_per_member"`
@@ -214,6 +224,9 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 			run := &scaleRun{cfg: cfg, clusters: c, coalesce: on, prog: prog, heapProfile: heapProfile, trace: trace, traceTo: env.stderr}
 			row, err := run.measure(ctx)
 			prog.finish()
+			if err == nil {
+				row.IdleFloor, err = idleFloor(ctx, row, cfg.nodes, time.Duration(cfg.timings.hb)*time.Millisecond, cfg.window)
+			}
 			if err != nil {
 				return fmt.Errorf("%d clusters, coalescing %s: %w", c, onOff(on), err)
 			}
@@ -256,7 +269,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	if nodeKill {
 		downColumn = "CPU % node down\t"
 	}
-	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t"+downColumn)
+	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tfloor %\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t"+downColumn)
 	for _, r := range rows {
 		all := ms(r.AllLeaders)
 		if r.Leaderless > 0 {
@@ -293,8 +306,8 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 				down = fmt.Sprintf("%.1f\t", 100*r.NodeDownCPU)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
-			100*r.CPUShare, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone, down)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
+			100*r.CPUShare, 100*r.IdleFloor, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone, down)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -302,7 +315,8 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	_, err := fmt.Fprintf(env.stdout, "\n%d nodes, timeouts %d-%d ms, heartbeat %d ms, window %s. Per pair: all nodes' frames (bytes) out, over n(n-1)/2 node pairs.\n"+
 		"Settled: after every cluster had a leader, how long until the last election before %s with none; the window starts then.\n"+
 		"Campaigns are counted over the window; the target is 0. Failover (%s): from the fault until a majority\n"+
-		"recognises a new leader, on one cluster among all the others, and on one cluster alone.\n",
+		"recognises a new leader, on one cluster among all the others, and on one cluster alone. Floor: the CPU of the\n"+
+		"window's frames alone (as many per tick, of the same mean size, over loopback TCP between goroutines).\n",
 		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
 	if err == nil && cfg.stall > 0 {
 		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)

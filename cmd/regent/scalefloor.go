@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// The idle floor: what the frames of a steady row cost with nothing but Go
+// and loopback TCP. A steady coalesced cluster set sends, per heartbeat
+// tick, one pair beat from each leader node to each node its members are
+// on, and one PairAck back. The floor does the same with the least code
+// that can: per beating node one ticker goroutine that writes one frame of
+// the row's mean size to each of its peers per tick, and per connection a
+// reader that answers each beat with a frame of the same size at once. Its
+// CPU share, measured in the same run once the row's nodes are stopped, is
+// the cost of the row's frames alone; the row's CPU over it is what the
+// runtime, the coalescer and the election add.
+
+// idleFloorSpan bounds how long the floor is measured.
+const idleFloorSpan = 10 * time.Second
+
+// floorPair is one directed pair of the floor: a beating node's end and
+// the answering node's end of one loopback connection.
+type floorPair struct{ beater, answerer net.Conn }
+
+// idleFloor measures the floor of row's traffic over span (at most
+// idleFloorSpan): nodes nodes, ticking every interval. It reports 0 when
+// the row sent no frames.
+func idleFloor(ctx context.Context, row scaleRow, nodes int, interval time.Duration, span time.Duration) (float64, error) {
+	span = min(span, idleFloorSpan)
+	ticks := span.Seconds() / interval.Seconds()
+	beats := int(math.Round(row.FramesPerSec * interval.Seconds() / 2)) // directed pairs beating per tick
+	beats = min(beats, nodes*(nodes-1))
+	if beats <= 0 || row.FramesPerSec <= 0 || ticks < 1 {
+		return 0, nil
+	}
+	size := int(math.Round(row.BytesPerPair / row.FramesPerPair))
+	size = max(size-4, 1) // the length prefix is part of the frame's bytes
+	// The row's garbage is collected, and its idle workers end, first.
+	runtime.GC()
+	time.Sleep(300 * time.Millisecond)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("idle floor: %w", err)
+	}
+	defer ln.Close()
+	// The beating nodes, fullest first: beats go out from as few nodes as
+	// they can, as a few leader nodes' grids send them.
+	bySource := make([][]floorPair, nodes)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for k := range beats {
+		beater, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return 0, fmt.Errorf("idle floor: %w", err)
+		}
+		conns = append(conns, beater)
+		answerer, err := ln.Accept()
+		if err != nil {
+			return 0, fmt.Errorf("idle floor: %w", err)
+		}
+		conns = append(conns, answerer)
+		src := k / (nodes - 1)
+		bySource[src] = append(bySource[src], floorPair{beater, answerer})
+	}
+
+	frame := binary.BigEndian.AppendUint32(nil, uint32(size))
+	frame = append(frame, make([]byte, size)...)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*beats+nodes)
+	for _, pairs := range bySource {
+		if len(pairs) == 0 {
+			continue
+		}
+		wg.Add(1)
+		// An error once stop is closed comes from closing the connections.
+		report := func(err error) {
+			select {
+			case <-stop:
+			default:
+				errs <- err
+			}
+		}
+		go func() {
+			defer wg.Done()
+			report(floorBeater(pairs, frame, interval, stop))
+		}()
+		for _, p := range pairs {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				report(floorRead(p.answerer, func() error { _, err := p.answerer.Write(frame); return err }))
+			}()
+			go func() {
+				defer wg.Done()
+				report(floorRead(p.beater, func() error { return nil }))
+			}()
+		}
+	}
+	cpu0, err := cpuTime()
+	if err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(span):
+		}
+	}
+	cpu1, err1 := cpuTime()
+	close(stop)
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	if err = errors.Join(err, err1); err != nil {
+		return 0, fmt.Errorf("idle floor: %w", err)
+	}
+	return float64(cpu1-cpu0) / float64(span), nil
+}
+
+// floorBeater writes frame to each of its pairs' connections every
+// interval, until stop.
+func floorBeater(pairs []floorPair, frame []byte, interval time.Duration, stop <-chan struct{}) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+		for _, p := range pairs {
+			if _, err := p.beater.Write(frame); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// floorRead reads length-prefixed frames from c and calls answer for each.
+func floorRead(c net.Conn, answer func() error) error {
+	r := bufio.NewReaderSize(c, 4096)
+	var hdr [4]byte
+	buf := make([]byte, 0, 1024)
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return err
+		}
+		if err := answer(); err != nil {
+			return err
+		}
+	}
+}
