@@ -2,6 +2,7 @@ package act
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -12,16 +13,55 @@ import (
 
 // Next pops the most urgent queued message of p: Urgent, then System, then
 // Main. ok is false when the mailbox is empty. An item that is not a
-// *gen.MailboxMessage is logged and skipped.
+// *gen.MailboxMessage is logged and skipped. The message is the caller's to
+// keep; Drain, which lends each message for one call, allocates none.
 func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
+	return next(p, nil)
+}
+
+// Drain hands the queued messages of p, most urgent first as Next takes
+// them, to handle until the mailbox is empty (nil) or handle returns an
+// error (which Drain returns). The message handle gets is lent for that
+// call only: its storage is reused for the next message, so the caller
+// must not keep its address. A behavior's ProcessRun is Drain with its
+// own handle.
+func Drain(p gen.Process, handle func(m *gen.MailboxMessage) error) error {
+	lent := lentMessages.Get().(*gen.MailboxMessage)
+	for {
+		m, ok := next(p, lent)
+		if !ok {
+			lentMessages.Put(lent) // empty: next left nothing in it
+			return nil
+		}
+		if err := handle(m); err != nil {
+			*lent = gen.MailboxMessage{}
+			lentMessages.Put(lent)
+			return err
+		}
+	}
+}
+
+// lentMessages holds the storage Drain lends, zero; a Drain whose handle
+// panics leaves its own to the garbage collector.
+var lentMessages = sync.Pool{New: func() any { return new(gen.MailboxMessage) }}
+
+// intoPopper is a queue that can copy its oldest message into storage the
+// caller provides instead of allocating one (Regent's queues can): PopInto
+// returns dst filled, or an item that is not a message, dst then zero.
+type intoPopper interface {
+	PopInto(dst *gen.MailboxMessage) (any, bool)
+}
+
+// next pops as Next does, into dst when it is not nil and the queue can.
+func next(p gen.Process, dst *gen.MailboxMessage) (*gen.MailboxMessage, bool) {
 	mailbox := p.Mailbox()
 	for {
-		item, found := mailbox.Urgent.Pop()
+		item, found := pop(mailbox.Urgent, dst)
 		if !found {
-			item, found = mailbox.System.Pop()
+			item, found = pop(mailbox.System, dst)
 		}
 		if !found {
-			item, found = mailbox.Main.Pop()
+			item, found = pop(mailbox.Main, dst)
 		}
 		if !found {
 			return nil, false
@@ -31,6 +71,13 @@ func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
 		}
 		p.Log().Error("act: dropped a mailbox item of type %T", item)
 	}
+}
+
+func pop(q gen.MailboxQueue, dst *gen.MailboxMessage) (any, bool) {
+	if into, ok := q.(intoPopper); ok && dst != nil {
+		return into.PopInto(dst)
+	}
+	return q.Pop()
 }
 
 // ExitReason decides what the exit signal m does to p: it returns the reason
