@@ -21,6 +21,13 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
+	if pid, isPID := to.(gen.PID); isPID && pid.Node == n.name {
+		// The common case, a local process by PID, skips building a target.
+		if p := n.lookup(pid); p != nil {
+			return p.sendMessage(from, message)
+		}
+		return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
+	}
 	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -37,6 +44,11 @@ func (n *node) sendTo(from gen.PID, t target, message any) error {
 	if p == nil {
 		return fmt.Errorf("send to %v: %w", t, gen.ErrProcessUnknown)
 	}
+	return p.sendMessage(from, message)
+}
+
+// sendMessage delivers a regular message from `from` to p.
+func (p *process) sendMessage(from gen.PID, message any) error {
 	m := gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message}
 	return p.deliver(&p.main, &m)
 }

@@ -154,7 +154,7 @@ func (n *node) deliverRemote(c *connection, env *envelope) error {
 	if p == nil {
 		return fmt.Errorf("send to %v: %w", env.target, gen.ErrProcessUnknown)
 	}
-	err := p.deliver(&p.main, &gen.MailboxMessage{From: env.from, Type: gen.MailboxMessageTypeRegular, Message: env.payload})
+	err := p.sendMessage(env.from, env.payload)
 	if err != nil {
 		c.lastProc = nil // most likely gone: let it be collected
 	}
