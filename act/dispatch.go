@@ -16,7 +16,8 @@ import (
 // *gen.MailboxMessage is logged and skipped. The message is the caller's to
 // keep; Drain, which lends each message for one call, allocates none.
 func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
-	return next(p, nil)
+	r := newMailboxReader(p, false)
+	return r.next(nil)
 }
 
 // Drain hands the queued messages of p, most urgent first as Next takes
@@ -26,9 +27,10 @@ func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
 // must not keep its address. A behavior's ProcessRun is Drain with its
 // own handle.
 func Drain(p gen.Process, handle func(m *gen.MailboxMessage) error) error {
+	r := newMailboxReader(p, true)
 	lent := lentMessages.Get().(*gen.MailboxMessage)
 	for {
-		m, ok := next(p, lent)
+		m, ok := r.next(lent)
 		if !ok {
 			lentMessages.Put(lent) // empty: next left nothing in it
 			return nil
@@ -52,32 +54,57 @@ type intoPopper interface {
 	PopInto(dst *gen.MailboxMessage) (any, bool)
 }
 
-// next pops as Next does, into dst when it is not nil and the queue can.
-func next(p gen.Process, dst *gen.MailboxMessage) (*gen.MailboxMessage, bool) {
+// mailboxReader pops the queues of one process in priority order. It
+// looks at the mailbox once, not at every message.
+type mailboxReader struct {
+	p      gen.Process
+	queues [3]gen.MailboxQueue // Urgent, System, Main
+	into   [3]intoPopper       // where not nil, the same queue, popped into storage
+}
+
+// newMailboxReader returns the reader of p's mailbox; lend says whether
+// it pops into the storage next is given, where the queue can.
+func newMailboxReader(p gen.Process, lend bool) mailboxReader {
 	mailbox := p.Mailbox()
+	r := mailboxReader{p: p, queues: [3]gen.MailboxQueue{mailbox.Urgent, mailbox.System, mailbox.Main}}
+	if lend {
+		for i, q := range r.queues {
+			r.into[i], _ = q.(intoPopper)
+		}
+	}
+	return r
+}
+
+// next pops the most urgent message, into dst where the reader lends, and
+// logs and skips items that are not messages.
+func (r *mailboxReader) next(dst *gen.MailboxMessage) (*gen.MailboxMessage, bool) {
 	for {
-		item, found := pop(mailbox.Urgent, dst)
-		if !found {
-			item, found = pop(mailbox.System, dst)
-		}
-		if !found {
-			item, found = pop(mailbox.Main, dst)
-		}
+		item, found := r.pop(dst)
 		if !found {
 			return nil, false
 		}
 		if m, isMessage := item.(*gen.MailboxMessage); isMessage {
 			return m, true
 		}
-		p.Log().Error("act: dropped a mailbox item of type %T", item)
+		r.p.Log().Error("act: dropped a mailbox item of type %T", item)
 	}
 }
 
-func pop(q gen.MailboxQueue, dst *gen.MailboxMessage) (any, bool) {
-	if into, ok := q.(intoPopper); ok && dst != nil {
-		return into.PopInto(dst)
+// pop takes the oldest item of the most urgent queue that holds one.
+func (r *mailboxReader) pop(dst *gen.MailboxMessage) (any, bool) {
+	for i, q := range r.queues {
+		var item any
+		var found bool
+		if r.into[i] != nil {
+			item, found = r.into[i].PopInto(dst)
+		} else {
+			item, found = q.Pop()
+		}
+		if found {
+			return item, true
+		}
 	}
-	return q.Pop()
+	return nil, false
 }
 
 // ExitReason decides what the exit signal m does to p: it returns the reason
