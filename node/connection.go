@@ -68,6 +68,10 @@ type connection struct {
 	// lastProc is the local process that the last message frame read was
 	// delivered to (see recipient); the reader's alone.
 	lastProc *process
+	// staged holds the messages of consecutive frames to stagedTo not yet
+	// delivered (see stage); the reader's alone.
+	staged   []gen.MailboxMessage
+	stagedTo *process
 	// born is when the connection was made, with Go's monotonic reading:
 	// keepalives measure time since it, so a step of the wall clock neither
 	// tears down a healthy connection nor hides a silent one.
@@ -420,8 +424,12 @@ func (c *connection) readLoop() {
 			c.nw.bytesIn.Add(uint64(unstampedBytes))
 			unstamped, unstampedBytes = 0, 0
 		}
+		if !r.Ready() {
+			c.deliverStaged() // Next may wait for bytes
+		}
 		payload, err := r.Next()
 		if err != nil {
+			c.deliverStaged()
 			c.nw.framesIn.Add(uint64(unstamped))
 			c.nw.bytesIn.Add(uint64(unstampedBytes))
 			c.readFailed(err)
@@ -430,6 +438,9 @@ func (c *connection) readLoop() {
 		unstamped++
 		unstampedBytes += len(payload) + frame.HeaderSize
 		err = fd.decode(payload, &env)
+		if err != nil {
+			c.deliverStaged()
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):

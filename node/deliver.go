@@ -13,6 +13,12 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 	if p.push(q, m) {
 		return nil
 	}
+	return p.refusal()
+}
+
+// refusal says why a push was refused: the process is gone, or its
+// mailbox is full.
+func (p *process) refusal() error {
 	if p.State() == gen.ProcessStateTerminated {
 		return fmt.Errorf("deliver to %s: %w", p.pid, gen.ErrProcessUnknown)
 	}
@@ -21,8 +27,12 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
-	if pid, isPID := to.(gen.PID); isPID && pid.Node == n.name {
-		// The common case, a local process by PID, skips building a target.
+	if pid, isPID := to.(gen.PID); isPID && pid.Node != "" {
+		// The common case, a process by PID, skips parseTarget, and a local
+		// one building a target too.
+		if pid.Node != n.name {
+			return n.sendTo(from, pidTarget(pid), message)
+		}
 		if p := n.lookup(pid); p != nil {
 			return p.sendMessage(from, message)
 		}

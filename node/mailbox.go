@@ -140,9 +140,30 @@ func (q *queue) pushMessage(m *gen.MailboxMessage, bounded bool) bool {
 		q.mu.Unlock()
 		return false
 	}
-	slot := q.in.slot()
-	// Field by field, and only the fields set: the slot is zero, and
-	// most messages carry neither a Ref nor a Target.
+	fill(q.in.slot(), m)
+	q.pushed.Store(pushed + 1)
+	q.mu.Unlock()
+	return true
+}
+
+// pushMessages appends copies of the first of ms that fit below the limit,
+// in order, under one lock, and returns how many it appended.
+func (q *queue) pushMessages(ms []gen.MailboxMessage) int {
+	q.mu.Lock()
+	pushed := q.pushed.Load()
+	n := 0
+	for n < len(ms) && !q.full(pushed+uint64(n)) {
+		fill(q.in.slot(), &ms[n])
+		n++
+	}
+	q.pushed.Store(pushed + uint64(n))
+	q.mu.Unlock()
+	return n
+}
+
+// fill copies m into slot, which is zero, field by field and only the
+// fields set: most messages carry neither a Ref nor a Target.
+func fill(slot, m *gen.MailboxMessage) {
 	slot.From, slot.Type, slot.Message = m.From, m.Type, m.Message
 	if m.Ref != (gen.Ref{}) {
 		slot.Ref = m.Ref
@@ -150,9 +171,6 @@ func (q *queue) pushMessage(m *gen.MailboxMessage, bounded bool) bool {
 	if m.Target != nil {
 		slot.Target = m.Target
 	}
-	q.pushed.Store(pushed + 1)
-	q.mu.Unlock()
-	return true
 }
 
 // full reports whether pushed items leave no room below the limit; q.mu
