@@ -50,15 +50,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 // ProcessRun handles queued messages, most urgent first, until the mailbox
 // is empty (nil) or a callback asks to terminate (the reason).
 func (a *Actor) ProcessRun() error {
-	for {
-		m, ok := Next(a)
-		if !ok {
-			return nil
-		}
-		if err := a.handle(m); err != nil {
-			return err
-		}
-	}
+	return Drain(a, a.handle)
 }
 
 // ProcessTerminate calls Terminate.

@@ -2,6 +2,7 @@ package act
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/regent-go/regent/gen"
 )
@@ -12,25 +13,98 @@ import (
 
 // Next pops the most urgent queued message of p: Urgent, then System, then
 // Main. ok is false when the mailbox is empty. An item that is not a
-// *gen.MailboxMessage is logged and skipped.
+// *gen.MailboxMessage is logged and skipped. The message is the caller's to
+// keep; Drain, which lends each message for one call, allocates none.
 func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
-	mailbox := p.Mailbox()
+	r := newMailboxReader(p, false)
+	return r.next(nil)
+}
+
+// Drain hands the queued messages of p, most urgent first as Next takes
+// them, to handle until the mailbox is empty (nil) or handle returns an
+// error (which Drain returns). The message handle gets is lent for that
+// call only: its storage is reused for the next message, so the caller
+// must not keep its address. A behavior's ProcessRun is Drain with its
+// own handle.
+func Drain(p gen.Process, handle func(m *gen.MailboxMessage) error) error {
+	r := newMailboxReader(p, true)
+	lent := lentMessages.Get().(*gen.MailboxMessage)
 	for {
-		item, found := mailbox.Urgent.Pop()
-		if !found {
-			item, found = mailbox.System.Pop()
+		m, ok := r.next(lent)
+		if !ok {
+			lentMessages.Put(lent) // empty: next left nothing in it
+			return nil
 		}
-		if !found {
-			item, found = mailbox.Main.Pop()
+		if err := handle(m); err != nil {
+			*lent = gen.MailboxMessage{}
+			lentMessages.Put(lent)
+			return err
 		}
+	}
+}
+
+// lentMessages holds the storage Drain lends, zero; a Drain whose handle
+// panics leaves its own to the garbage collector.
+var lentMessages = sync.Pool{New: func() any { return new(gen.MailboxMessage) }}
+
+// intoPopper is a queue that can copy its oldest message into storage the
+// caller provides instead of allocating one (Regent's queues can): PopInto
+// returns dst filled, or an item that is not a message, dst then zero.
+type intoPopper interface {
+	PopInto(dst *gen.MailboxMessage) (any, bool)
+}
+
+// mailboxReader pops the queues of one process in priority order. It
+// looks at the mailbox once, not at every message.
+type mailboxReader struct {
+	p      gen.Process
+	queues [3]gen.MailboxQueue // Urgent, System, Main
+	into   [3]intoPopper       // where not nil, the same queue, popped into storage
+}
+
+// newMailboxReader returns the reader of p's mailbox; lend says whether
+// it pops into the storage next is given, where the queue can.
+func newMailboxReader(p gen.Process, lend bool) mailboxReader {
+	mailbox := p.Mailbox()
+	r := mailboxReader{p: p, queues: [3]gen.MailboxQueue{mailbox.Urgent, mailbox.System, mailbox.Main}}
+	if lend {
+		for i, q := range r.queues {
+			r.into[i], _ = q.(intoPopper)
+		}
+	}
+	return r
+}
+
+// next pops the most urgent message, into dst where the reader lends, and
+// logs and skips items that are not messages.
+func (r *mailboxReader) next(dst *gen.MailboxMessage) (*gen.MailboxMessage, bool) {
+	for {
+		item, found := r.pop(dst)
 		if !found {
 			return nil, false
 		}
 		if m, isMessage := item.(*gen.MailboxMessage); isMessage {
 			return m, true
 		}
-		p.Log().Error("act: dropped a mailbox item of type %T", item)
+		r.p.Log().Error("act: dropped a mailbox item of type %T", item)
 	}
+}
+
+// pop takes the oldest item of the most urgent queue that holds one.
+func (r *mailboxReader) pop(dst *gen.MailboxMessage) (any, bool) {
+	for i, q := range r.queues {
+		var item any
+		var found bool
+		if r.into[i] != nil {
+			item, found = r.into[i].PopInto(dst)
+		} else {
+			item, found = q.Pop()
+		}
+		if found {
+			return item, true
+		}
+	}
+	return nil, false
 }
 
 // ExitReason decides what the exit signal m does to p: it returns the reason

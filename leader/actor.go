@@ -219,15 +219,7 @@ func checkRegistered(network gen.Network) error {
 // ProcessRun handles queued messages, most urgent first, until the mailbox is
 // empty (nil) or the actor must terminate (the reason).
 func (a *Actor) ProcessRun() error {
-	for {
-		m, ok := act.Next(a)
-		if !ok {
-			return nil
-		}
-		if err := a.handle(m); err != nil {
-			return err
-		}
-	}
+	return act.Drain(a, a.handle)
 }
 
 // ProcessTerminate hands leadership over when the actor ends on purpose

@@ -47,31 +47,29 @@ func (p *coalescerProcess) ProcessInit(process gen.Process, args ...any) error {
 
 // ProcessRun takes every queued message.
 func (p *coalescerProcess) ProcessRun() error {
-	for {
-		m, ok := act.Next(p)
-		if !ok {
+	return act.Drain(p, p.handle)
+}
+
+// handle takes one message; an error ends the process.
+func (p *coalescerProcess) handle(m *gen.MailboxMessage) error {
+	switch m.Type {
+	case gen.MailboxMessageTypeExit:
+		if reason := act.ExitReason(p, m); reason != nil {
+			return reason
+		}
+		p.c.stats.drop(dropUnexpectedMessage, 1)
+	case gen.MailboxMessageTypeInspect:
+		act.AnswerInspect(p, m, p.inspect())
+	case gen.MailboxMessageTypeRequest:
+		return act.Answer(p, m, nil, fmt.Errorf("leader: the heartbeat coalescer takes no requests: %w", gen.ErrUnsupported))
+	default:
+		if b, isBatch := m.Message.(MessageHeartbeatBatch); isBatch {
+			p.receive(m.From, b)
 			return nil
 		}
-		switch m.Type {
-		case gen.MailboxMessageTypeExit:
-			if reason := act.ExitReason(p, m); reason != nil {
-				return reason
-			}
-			p.c.stats.drop(dropUnexpectedMessage, 1)
-		case gen.MailboxMessageTypeInspect:
-			act.AnswerInspect(p, m, p.inspect())
-		case gen.MailboxMessageTypeRequest:
-			if reason := act.Answer(p, m, nil, fmt.Errorf("leader: the heartbeat coalescer takes no requests: %w", gen.ErrUnsupported)); reason != nil {
-				return reason
-			}
-		default:
-			if b, isBatch := m.Message.(MessageHeartbeatBatch); isBatch {
-				p.receive(m.From, b)
-				continue
-			}
-			p.c.stats.drop(dropUnexpectedMessage, 1)
-		}
+		p.c.stats.drop(dropUnexpectedMessage, 1)
 	}
+	return nil
 }
 
 // receive checks the entries of a batch from the node of from, answers the

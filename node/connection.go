@@ -61,9 +61,17 @@ type connection struct {
 	writerEnd chan struct{} // closed when the writer goroutine returns
 	lastWrite atomic.Int64  // elapsed() at the last write, for keepalives
 	lastRead  atomic.Int64  // elapsed() at the last frame read, for the keepalive timeout
+	// smallWrites counts the writes in a row that filled less than a
+	// quarter of a buffer larger than keptWriteBuffer (see keptBuffer);
+	// the writer's alone.
+	smallWrites int
 	// lastProc is the local process that the last message frame read was
 	// delivered to (see recipient); the reader's alone.
 	lastProc *process
+	// staged holds the messages of consecutive frames to stagedTo not yet
+	// delivered (see stage); the reader's alone.
+	staged   []gen.MailboxMessage
+	stagedTo *process
 	// born is when the connection was made, with Go's monotonic reading:
 	// keepalives measure time since it, so a step of the wall clock neither
 	// tears down a healthy connection nor hides a silent one.
@@ -357,18 +365,34 @@ func (c *connection) writeOut(spare *[]byte) error {
 }
 
 // keptWriteBuffer is the capacity of a written buffer the writer always
-// keeps for reuse; a larger one is kept only while writes fill a quarter of
-// it, so the buffers a burst grew go back to the garbage collector once
-// traffic is light again instead of staying with the connection for good.
-const keptWriteBuffer = batchBytes / 2
+// keeps for reuse. A larger one is let go once shrinkAfter writes in a row
+// have filled less than a quarter of it, so the buffers a burst grew go
+// back to the garbage collector once traffic is light again instead of
+// staying with the connection for good, while a steady stream whose
+// batches vary in size keeps its buffers instead of growing new ones
+// again and again.
+const (
+	keptWriteBuffer = batchBytes / 2
+	shrinkAfter     = 16
+)
 
 // keptBuffer returns buf, just written, when the writer should reuse it,
 // and nil when it should let it go.
 func (c *connection) keptBuffer(buf []byte) []byte {
-	if n := cap(buf); n > 2*c.nw.opts.SendQueueBytes || (n > keptWriteBuffer && len(buf) < n/4) {
+	n := cap(buf)
+	if n > 2*c.nw.opts.SendQueueBytes {
 		return nil
 	}
-	return buf
+	if n <= keptWriteBuffer || len(buf) >= n/4 {
+		c.smallWrites = 0
+		return buf
+	}
+	c.smallWrites++
+	if c.smallWrites < shrinkAfter {
+		return buf
+	}
+	c.smallWrites = 0
+	return nil
 }
 
 // closeWrite ends our direction of a gracefully closing connection; the
@@ -408,8 +432,12 @@ func (c *connection) readLoop() {
 			c.nw.bytesIn.Add(uint64(unstampedBytes))
 			unstamped, unstampedBytes = 0, 0
 		}
+		if !r.Ready() {
+			c.deliverStaged() // Next may wait for bytes
+		}
 		payload, err := r.Next()
 		if err != nil {
+			c.deliverStaged()
 			c.nw.framesIn.Add(uint64(unstamped))
 			c.nw.bytesIn.Add(uint64(unstampedBytes))
 			c.readFailed(err)
@@ -418,6 +446,9 @@ func (c *connection) readLoop() {
 		unstamped++
 		unstampedBytes += len(payload) + frame.HeaderSize
 		err = fd.decode(payload, &env)
+		if err != nil {
+			c.deliverStaged()
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, codec.ErrUnknownType):

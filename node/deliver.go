@@ -13,6 +13,12 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 	if p.push(q, m) {
 		return nil
 	}
+	return p.refusal()
+}
+
+// refusal says why a push was refused: the process is gone, or its
+// mailbox is full.
+func (p *process) refusal() error {
 	if p.State() == gen.ProcessStateTerminated {
 		return fmt.Errorf("deliver to %s: %w", p.pid, gen.ErrProcessUnknown)
 	}
@@ -21,6 +27,17 @@ func (p *process) deliver(q *queue, m *gen.MailboxMessage) error {
 
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
+	if pid, isPID := to.(gen.PID); isPID && pid.Node != "" {
+		// The common case, a process by PID, skips parseTarget, and a local
+		// one building a target too.
+		if pid.Node != n.name {
+			return n.sendTo(from, pidTarget(pid), message)
+		}
+		if p := n.lookup(pid); p != nil {
+			return p.sendMessage(from, message)
+		}
+		return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
+	}
 	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -37,6 +54,11 @@ func (n *node) sendTo(from gen.PID, t target, message any) error {
 	if p == nil {
 		return fmt.Errorf("send to %v: %w", t, gen.ErrProcessUnknown)
 	}
+	return p.sendMessage(from, message)
+}
+
+// sendMessage delivers a regular message from `from` to p.
+func (p *process) sendMessage(from gen.PID, message any) error {
 	m := gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message}
 	return p.deliver(&p.main, &m)
 }

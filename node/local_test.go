@@ -580,3 +580,59 @@ func startLocalErr(name gen.Atom) (gen.Node, error) {
 	}
 	return n, err
 }
+
+func TestSendWhileReceiverEnds(t *testing.T) {
+	n, _ := startLocal(t, "ending@localhost")
+	type seq struct{ sender, i int }
+	// Each sender sends until a send is refused, then afterRefusal more,
+	// which must all be refused too.
+	const senders, handleBeforeEnd, afterRefusal, most = 4, 2500, 100, 1_000_000
+	handled := make([][]int, senders) // only the process writes it, until it ends
+	c := newProbe()
+	count := 0
+	c.onMessage = func(p *probe, from gen.PID, message any) error {
+		m := message.(seq)
+		handled[m.sender] = append(handled[m.sender], m.i)
+		if count++; count == handleBeforeEnd {
+			return gen.TerminateReasonNormal
+		}
+		return nil
+	}
+	pid := spawnProbe(t, n, c)
+	firstRefused := make([]int, senders)
+	lateAccepted := make([]int, senders)
+	done := make(chan int, senders)
+	for s := range senders {
+		go func() {
+			firstRefused[s], lateAccepted[s] = -1, -1
+			for i := 0; i < most && (firstRefused[s] < 0 || i < firstRefused[s]+afterRefusal); i++ {
+				err := n.Send(pid, seq{s, i})
+				switch {
+				case err != nil && firstRefused[s] < 0:
+					assert.ErrorIs(t, err, gen.ErrProcessUnknown)
+					firstRefused[s] = i
+				case err == nil && firstRefused[s] >= 0 && lateAccepted[s] < 0:
+					lateAccepted[s] = i
+				}
+			}
+			done <- s
+		}()
+	}
+	for range senders {
+		<-done
+	}
+	require.ErrorIs(t, c.reason(t), gen.TerminateReasonNormal)
+	total := 0
+	for s := range senders {
+		require.GreaterOrEqual(t, firstRefused[s], 0, "sender %d: no send was refused", s)
+		require.Equal(t, -1, lateAccepted[s], "sender %d: a send was accepted after one was refused", s)
+		total += len(handled[s])
+		// Handled: the sender's first messages, in order, none missing;
+		// those queued when the process ended are never handled.
+		for k, i := range handled[s] {
+			require.Equal(t, k, i, "sender %d: messages handled out of order or lost", s)
+		}
+		require.LessOrEqual(t, len(handled[s]), firstRefused[s], "sender %d: a refused message was handled", s)
+	}
+	require.Equal(t, handleBeforeEnd, total)
+}

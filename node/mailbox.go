@@ -8,163 +8,131 @@ import (
 )
 
 // queue is a process's FIFO mailbox queue (gen.MailboxQueue). Many
-// goroutines push, under mu, into the ring in; only the process's runner
-// pops, from the ring out, which it owns: when out is empty it takes all
+// goroutines push, under mu, into the chain in; only the process's runner
+// pops, from the chain out, which it owns: when out is empty it takes all
 // that in holds in one swap under mu and pops those items without the
 // lock, so producers and the runner meet on mu once per batch, not once
-// per message. The two rings trade buffers at each swap, so a busy queue
-// reuses them; rings are allocated on first use, and when the runner
-// finds the queue empty it gives buffers larger than keptRing slots back
-// to ringPools (see tidy), so an idle process keeps at most small ones
-// and the next burst, here or in another process, reuses the large one.
+// per message.
 //
-// The runtime's messages are copied into slab, an array of them that
-// pushes carve one by one, so that a burst allocates one array per many
-// messages instead of one message each (see carve).
+// A chain holds the messages themselves, not pointers to them, in
+// segments of segmentSize slots: a push copies its message into a slot,
+// and a pop copies it out (PopInto, into storage the runner reuses), so a
+// message costs no allocation on either side, and a backlog grows by
+// linking a segment, never by copying what is queued. Only Pop, whose
+// caller may keep what it returns, copies each message to the heap. An
+// item pushed with Push, which may be any value, rides in a slot's
+// Message, marked by the type rawItem. Segments come from segments, a
+// pool, and go back to it as soon as the runner has popped their last
+// slot, so an empty queue holds none.
 //
 // The producers' fields and the runner's sit on different cache lines, and
 // the length is two counters, one written by each side, so that a push and
 // a pop running at once on two cores do not pass a line back and forth.
 type queue struct {
-	mu      sync.Mutex           // guards in, slab and popSeen, and orders the stores of pushed
-	in      ring                 // where producers push
-	slab    []gen.MailboxMessage // unused, zeroed messages that pushes carve; nil when none
-	pushed  atomic.Uint64        // items ever pushed; stored under mu
-	popSeen uint64               // a value popped had, for the limit check
-	limit   uint64               // 0: unbounded; fixed at spawn
+	mu      sync.Mutex    // guards in and popSeen, and orders the stores of pushed
+	in      chain         // where producers push
+	pushed  atomic.Uint64 // items ever pushed; stored under mu
+	popSeen uint64        // a value popped had, for the limit check
+	limit   uint64        // 0: unbounded; fixed at spawn
 
-	// The runner's fields. untidy, written at most once per batch, and
-	// the padding make a gap of a cache line between the two sides.
-	untidy bool // a slab or a large buffer may be left since it last took in
-	_      [cacheLine - 1]byte
-	out    ring          // the runner's alone: items taken from in, oldest first
+	// The runner's fields, after a gap of a cache line.
+	_      [cacheLine]byte
+	out    chain         // the runner's alone: items taken from in, oldest first
 	popped atomic.Uint64 // items ever popped or dropped; stored by the runner alone
 }
+
+// rawItem is the type of a slot that holds, in Message, an item pushed
+// with Push rather than a message of the runtime's.
+const rawItem gen.MailboxMessageType = -1
 
 // cacheLine is the span of a CPU cache line: bytes at least that far
 // apart never share a line.
 const cacheLine = 64
 
-// ring is a FIFO ring buffer of items; its owner serializes its use.
-type ring struct {
-	buf  []any // len is 0 or a power of two, at least minRing
-	head int32 // 32 bits: three queues' rings are in every process
-	n    int32
+// segmentSize is the number of messages a segment holds: 32 of 120 bytes
+// make a 4 KiB allocation, taken from the pool once per 32 pushes at most.
+const segmentSize = 32
+
+// segment is a run of a chain's slots. A slot not in use is zero, so a
+// segment keeps nothing reachable that was popped from it.
+type segment struct {
+	slots [segmentSize]gen.MailboxMessage
+	next  *segment // the segment after this one in its chain
 }
 
-func (r *ring) push(item any) {
-	if int(r.n) == len(r.buf) {
-		r.grow()
-	}
-	r.buf[(r.head+r.n)&r.mask()] = item
-	r.n++
+// segments holds the segments no chain uses, every slot zero and next
+// nil; a chain that takes one owns it alone.
+var segments = sync.Pool{New: func() any { return new(segment) }}
+
+// chain is a FIFO of messages in linked segments; its owner serializes
+// its use. An empty chain holds no segment.
+type chain struct {
+	head, tail *segment // nil when empty
+	first, end int32    // the oldest item is head.slots[first]; the newest is tail.slots[end-1]
 }
 
-// pop removes the oldest item; the ring must not be empty.
-func (r *ring) pop() any {
-	item := r.buf[r.head]
-	r.buf[r.head] = nil
-	r.head = (r.head + 1) & r.mask()
-	r.n--
-	if r.n == 0 {
-		r.head = 0
-	}
-	return item
-}
-
-// trim gives a large buffer back to its pool once the ring is empty, so
-// that an idle owner keeps at most a small one; a busy owner trims only
-// when it finds nothing left to do, and meanwhile reuses its buffer
-// instead of growing a new one for every batch.
-func (r *ring) trim() {
-	if r.n == 0 && len(r.buf) > keptRing {
-		releaseRing(r.buf)
-		r.buf = nil
-	}
-}
-
-// mask turns a position into an index of buf.
-func (r *ring) mask() int32 { return int32(len(r.buf) - 1) }
-
-// grow doubles the buffer, keeping the items' order.
-func (r *ring) grow() {
-	buf := newRing(max(2*len(r.buf), minRing))
-	for i := int32(0); i < r.n; i++ {
-		j := (r.head + i) & r.mask()
-		buf[i] = r.buf[j]
-		r.buf[j] = nil
-	}
-	releaseRing(r.buf)
-	r.buf, r.head = buf, 0
-}
-
-// Ring buffer sizes, in slots: the first buffer of a ring has minRing, a
-// drained ring keeps one of at most keptRing, and ringPools recycle the
-// buffers of ringClasses sizes, doubling from minRing (larger ones are
-// left to the garbage collector).
-const (
-	minRing     = 8
-	keptRing    = 16
-	ringClasses = 14 // minRing up to minRing<<13: 8 to 64 Ki slots
-)
-
-// ringPools holds ring buffers that no ring uses any more, drained or
-// outgrown: class i those of minRing<<i slots, every slot nil. A buffer in
-// a pool belongs to no ring; a ring that takes one owns it alone. The
-// garbage collector empties the pools of what nobody reuses.
-var ringPools [ringClasses]sync.Pool
-
-// ringClass returns the pool class of a buffer of size slots, or -1 when
-// buffers of that size are not pooled.
-func ringClass(size int) int {
-	for i := range ringClasses {
-		if size == minRing<<i {
-			return i
+// slot appends a zero message and returns it for the caller to fill.
+func (c *chain) slot() *gen.MailboxMessage {
+	if c.tail == nil || c.end == segmentSize {
+		s := segments.Get().(*segment)
+		if c.tail == nil {
+			c.head, c.first = s, 0
+		} else {
+			c.tail.next = s
 		}
+		c.tail, c.end = s, 0
 	}
-	return -1
+	s := &c.tail.slots[c.end]
+	c.end++
+	return s
 }
 
-// newRing returns an empty buffer of size slots, from its pool if it has one.
-func newRing(size int) []any {
-	if c := ringClass(size); c >= 0 {
-		if b, ok := ringPools[c].Get().(*[]any); ok {
-			return *b
-		}
-	}
-	return make([]any, size)
-}
-
-// releaseRing gives buf, whose slots are all nil, to its pool.
-func releaseRing(buf []any) {
-	if c := ringClass(len(buf)); c >= 0 {
-		ringPools[c].Put(&buf)
-	}
-}
-
-// Push appends item; it returns false when the queue is at its limit.
-func (q *queue) Push(item any) bool { return q.push(item, true) }
-
-// PushPastLimit appends item whatever the limit: for a process's messages
-// to itself (see process.deliver).
-func (q *queue) PushPastLimit(item any) { q.push(item, false) }
-
-func (q *queue) push(item any, bounded bool) bool {
-	q.mu.Lock()
-	pushed := q.pushed.Load()
-	if bounded && q.full(pushed) {
-		q.mu.Unlock()
+// popInto moves the oldest message into dst and reports whether there was
+// one. A segment popped to its end goes back to the pool.
+func (c *chain) popInto(dst *gen.MailboxMessage) bool {
+	s := c.head
+	if s == nil {
 		return false
 	}
-	q.in.push(item)
-	q.pushed.Store(pushed + 1)
-	q.mu.Unlock()
+	*dst, s.slots[c.first] = s.slots[c.first], gen.MailboxMessage{}
+	c.first++
+	switch {
+	case s == c.tail && c.first == c.end:
+		*c = chain{}
+	case c.first == segmentSize:
+		c.head, c.first = s.next, 0
+	default:
+		return true
+	}
+	s.next = nil
+	segments.Put(s)
 	return true
 }
 
-// pushMessage appends a copy of m, carved from the slab, past the limit
-// unless bounded; it returns false when the queue is at its limit. m
-// itself is not kept.
+// release gives back the segments of a chain whose items are dropped.
+func (c *chain) release() {
+	for s := c.head; s != nil; {
+		next := s.next
+		*s = segment{}
+		segments.Put(s)
+		s = next
+	}
+	*c = chain{}
+}
+
+// Push appends item; it returns false when the queue is at its limit.
+func (q *queue) Push(item any) bool {
+	return q.pushMessage(&gen.MailboxMessage{Type: rawItem, Message: item}, true)
+}
+
+// PushPastLimit appends item whatever the limit: for a process's messages
+// to itself (see process.deliver).
+func (q *queue) PushPastLimit(item any) {
+	q.pushMessage(&gen.MailboxMessage{Type: rawItem, Message: item}, false)
+}
+
+// pushMessage appends a copy of m, past the limit unless bounded; it
+// returns false when the queue is at its limit. m itself is not kept.
 func (q *queue) pushMessage(m *gen.MailboxMessage, bounded bool) bool {
 	q.mu.Lock()
 	pushed := q.pushed.Load()
@@ -172,9 +140,30 @@ func (q *queue) pushMessage(m *gen.MailboxMessage, bounded bool) bool {
 		q.mu.Unlock()
 		return false
 	}
-	slot := q.carve(pushed)
-	// Field by field, and only the fields set: the slot is zeroed, and
-	// most messages carry neither a Ref nor a Target.
+	fill(q.in.slot(), m)
+	q.pushed.Store(pushed + 1)
+	q.mu.Unlock()
+	return true
+}
+
+// pushMessages appends copies of the first of ms that fit below the limit,
+// in order, under one lock, and returns how many it appended.
+func (q *queue) pushMessages(ms []gen.MailboxMessage) int {
+	q.mu.Lock()
+	pushed := q.pushed.Load()
+	n := 0
+	for n < len(ms) && !q.full(pushed+uint64(n)) {
+		fill(q.in.slot(), &ms[n])
+		n++
+	}
+	q.pushed.Store(pushed + uint64(n))
+	q.mu.Unlock()
+	return n
+}
+
+// fill copies m into slot, which is zero, field by field and only the
+// fields set: most messages carry neither a Ref nor a Target.
+func fill(slot, m *gen.MailboxMessage) {
 	slot.From, slot.Type, slot.Message = m.From, m.Type, m.Message
 	if m.Ref != (gen.Ref{}) {
 		slot.Ref = m.Ref
@@ -182,10 +171,6 @@ func (q *queue) pushMessage(m *gen.MailboxMessage, bounded bool) bool {
 	if m.Target != nil {
 		slot.Target = m.Target
 	}
-	q.in.push(slot)
-	q.pushed.Store(pushed + 1)
-	q.mu.Unlock()
-	return true
 }
 
 // full reports whether pushed items leave no room below the limit; q.mu
@@ -200,69 +185,54 @@ func (q *queue) full(pushed uint64) bool {
 	return pushed-q.popSeen >= q.limit
 }
 
-// maxSlab is the most messages one slab holds (64 of 120 bytes).
-const maxSlab = 64
-
-// carve returns an unused message of the slab, making a slab first when
-// none is left; q.mu is held. A slab is as large as the backlog, rounded
-// up to a power of two and at most maxSlab: a process that keeps up gets
-// slabs of one (a plain allocation each), one that falls behind gets
-// larger ones. A message is never carved twice, so a behavior may keep
-// the one it popped; the slab lives as long as any of its messages is
-// reachable, and the runner lets go of it when it finds the queue empty (see tidy).
-func (q *queue) carve(pushed uint64) *gen.MailboxMessage {
-	if q.slab == nil {
-		backlog := pushed - q.popped.Load()
-		size := 1
-		for size < maxSlab && uint64(size) < backlog {
-			size *= 2
-		}
-		q.slab = make([]gen.MailboxMessage, size)
+// Pop removes and returns the oldest item: a *gen.MailboxMessage of its
+// own, which the caller may keep, or an item pushed with Push. Only the
+// process's runner calls it.
+func (q *queue) Pop() (any, bool) {
+	var m gen.MailboxMessage
+	if !q.popInto(&m) {
+		return nil, false
 	}
-	m := &q.slab[0]
-	if len(q.slab) == 1 {
-		q.slab = nil // a slice emptied by q.slab[1:] would still hold the array
-	} else {
-		q.slab = q.slab[1:]
+	if m.Type == rawItem {
+		return m.Message, true
 	}
-	return m
+	kept := new(gen.MailboxMessage)
+	*kept = m
+	return kept, true
 }
 
-// Pop removes and returns the oldest item. Only the process's runner calls
-// it.
-func (q *queue) Pop() (any, bool) {
-	if q.out.n == 0 {
+// PopInto is Pop without an allocation: it removes the oldest item and
+// returns dst, filled with it, when it is a message (dst is then valid
+// until the caller reuses it), or the item pushed with Push, dst then
+// zero. Only the process's runner calls it; act.Drain does, through an
+// interface.
+func (q *queue) PopInto(dst *gen.MailboxMessage) (any, bool) {
+	if !q.popInto(dst) {
+		return nil, false
+	}
+	if dst.Type == rawItem {
+		item := dst.Message
+		*dst = gen.MailboxMessage{}
+		return item, true
+	}
+	return dst, true
+}
+
+// popInto moves the oldest message or item into dst.
+func (q *queue) popInto(dst *gen.MailboxMessage) bool {
+	if q.out.head == nil {
 		if q.pushed.Load() == q.popped.Load() {
-			if q.untidy {
-				q.tidy()
-			}
-			return nil, false
+			return false
 		}
 		q.mu.Lock()
-		q.in, q.out = q.out, q.in // out is empty: in gets its buffer
-		q.untidy = q.slab != nil || len(q.in.buf) > keptRing || len(q.out.buf) > keptRing
+		q.in, q.out = chain{}, q.in // out is empty
 		q.mu.Unlock()
-		if q.out.n == 0 {
-			return nil, false
-		}
 	}
-	item := q.out.pop()
+	if !q.out.popInto(dst) {
+		return false
+	}
 	q.popped.Store(q.popped.Load() + 1)
-	return item, true
-}
-
-// tidy lets go of the slab and of large buffers when the queue is empty, so
-// that a process that goes idle after a burst keeps neither them nor,
-// through the slab's popped messages, their payloads. The runner calls it.
-func (q *queue) tidy() {
-	q.mu.Lock()
-	if q.pushed.Load() == q.popped.Load() {
-		q.slab = nil
-		q.in.trim()
-		q.out.trim()
-	}
-	q.untidy = false // a push since then makes Pop take in and look again
-	q.mu.Unlock()
+	return true
 }
 
 // Len returns the number of queued items.
@@ -276,6 +246,7 @@ func (q *queue) Len() int64 {
 func (q *queue) reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.in, q.out, q.slab, q.untidy = ring{}, ring{}, nil, false
+	q.in.release()
+	q.out.release()
 	q.popped.Store(q.pushed.Load())
 }

@@ -35,7 +35,7 @@ func TestQueue(t *testing.T) {
 		_, ok := q.Pop()
 		require.False(t, ok)
 	})
-	t.Run("a queue found empty gives its large buffer back holding nothing, and keeps no buffer", func(t *testing.T) {
+	t.Run("a queue popped empty holds no segment, and gives them back holding nothing", func(t *testing.T) {
 		var q queue
 		for round := 0; round < 20; round++ {
 			for i := 0; i < 200; i++ {
@@ -46,19 +46,30 @@ func TestQueue(t *testing.T) {
 				require.True(t, ok)
 				require.Equal(t, &[4]int{round, i}, v)
 			}
-			_, ok := q.Pop() // the runner finds the queue empty before it sleeps
-			require.False(t, ok)
-			require.Nil(t, q.in.buf, "a buffer above keptRing slots goes back to its pool")
-			require.Nil(t, q.out.buf, "a buffer above keptRing slots goes back to its pool")
+			require.Equal(t, chain{}, q.in, "an empty queue holds no segment")
+			require.Equal(t, chain{}, q.out, "an empty queue holds no segment")
 		}
-		for size := keptRing * 2; size <= 256; size *= 2 {
-			if b, ok := ringPools[ringClass(size)].Get().(*[]any); ok {
-				require.Len(t, *b, size)
-				for i, v := range *b {
-					require.Nil(t, v, "slot %d of a pooled buffer of %d still holds an item", i, size)
-				}
-			}
+		for range 10 {
+			s := segments.Get().(*segment)
+			require.Equal(t, segment{}, *s, "a pooled segment still holds an item")
 		}
+	})
+	t.Run("reset drops what is queued and holds no segment", func(t *testing.T) {
+		var q queue
+		for i := range 3 * segmentSize {
+			require.True(t, q.Push(i))
+		}
+		for range segmentSize + 1 {
+			_, ok := q.Pop()
+			require.True(t, ok)
+		}
+		require.True(t, q.Push("late"))
+		q.reset()
+		require.Zero(t, q.Len())
+		require.Equal(t, chain{}, q.in)
+		require.Equal(t, chain{}, q.out)
+		_, ok := q.Pop()
+		require.False(t, ok)
 	})
 	t.Run("a limited queue refuses pushes beyond its limit", func(t *testing.T) {
 		q := queue{limit: 2}
@@ -87,7 +98,7 @@ func TestQueue(t *testing.T) {
 		var q queue
 		var kept []*gen.MailboxMessage
 		sent := 0
-		for burst := 1; burst <= 40; burst++ { // backlogs of many sizes, so slabs of many sizes
+		for burst := 1; burst <= 40; burst++ { // backlogs of many sizes, across growth and wrap-around
 			for range burst {
 				m := gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(sent)}, Message: sent}
 				require.True(t, q.pushMessage(&m, true))
@@ -106,25 +117,39 @@ func TestQueue(t *testing.T) {
 			require.Equal(t, gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(i)}, Message: i}, *m)
 		}
 	})
-	t.Run("a queue found empty after a burst keeps no slab", func(t *testing.T) {
+	t.Run("messages and pushed items keep one order, popped by Pop or by PopInto", func(t *testing.T) {
 		var q queue
-		m := gen.MailboxMessage{Message: "burst"}
-		for range 100 {
+		var dst gen.MailboxMessage
+		for i := range 100 {
+			if i%3 == 0 {
+				require.True(t, q.Push(i))
+				continue
+			}
+			m := gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(i)}, Ref: gen.Ref{Node: "n@h", ID: [3]uint64{uint64(i)}}, Target: i, Message: i}
 			require.True(t, q.pushMessage(&m, true))
 		}
-		_, ok := q.Pop()
-		require.True(t, ok)
-		for range 100 { // slabs grow with the backlog
-			require.True(t, q.pushMessage(&m, true))
-		}
-		require.NotNil(t, q.slab, "a backlog of 99 gets a slab larger than one message")
-		for q.Len() > 0 {
-			_, ok := q.Pop()
+		for i := range 100 {
+			var v any
+			var ok bool
+			if i%2 == 0 {
+				v, ok = q.Pop()
+			} else {
+				v, ok = q.PopInto(&dst)
+			}
 			require.True(t, ok)
+			if i%3 == 0 {
+				require.Equal(t, i, v, "a pushed item comes out as itself")
+				continue
+			}
+			m, isMessage := v.(*gen.MailboxMessage)
+			require.True(t, isMessage)
+			require.Equal(t, gen.MailboxMessage{From: gen.PID{Node: "n@h", ID: uint64(i)}, Ref: gen.Ref{Node: "n@h", ID: [3]uint64{uint64(i)}}, Target: i, Message: i}, *m)
+			if i%2 == 1 {
+				require.Same(t, &dst, m, "PopInto fills the storage it is given")
+			}
 		}
-		_, ok = q.Pop() // the runner finds the queue empty before it sleeps
+		_, ok := q.PopInto(&dst)
 		require.False(t, ok)
-		require.Nil(t, q.slab, "the slab, and through it the payloads of popped messages, is let go")
 	})
 	t.Run("concurrent producers lose nothing and keep each producer's order", func(t *testing.T) {
 		var q queue

@@ -20,16 +20,24 @@ type process struct {
 	born     int64 // UnixNano at spawn
 	logLevel gen.LogLevel
 
-	urgent queue
-	system queue
-	main   queue
-
 	state atomic.Int32                  // a gen.ProcessState
 	trap  atomic.Bool                   // exits arrive as messages
 	kill  atomic.Pointer[error]         // termination asked from outside (Kill, Stop)
 	abort atomic.Pointer[chan struct{}] // set while the process waits in a Call; closed by requestTerminate
-	out   atomic.Uint64                 // messages sent (those received are the queues' pushed counts)
-	log   atomic.Pointer[logger]        // made on first use; idle processes skip it
+
+	// The queues, main first. Every push reads the fields above (state
+	// above all) and writes main's producer fields; the runner writes
+	// main's runner fields and reads the other two queues at every
+	// message. In this order neither side writes, message by message, a
+	// cache line the other reads (see queue): the fields above are
+	// written rarely, and after main come the queues only the runner reads
+	// at every message.
+	main   queue
+	urgent queue
+	system queue
+
+	out atomic.Uint64          // messages sent (those received are the queues' pushed counts)
+	log atomic.Pointer[logger] // made on first use; idle processes skip it
 }
 
 func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args []any) (gen.PID, error) {

@@ -94,13 +94,16 @@ func (n *node) receive(c *connection, env *envelope) {
 		n.log.Debug("frame from %s claiming sender %s dropped", c.peer.Name, env.from)
 		return
 	}
+	if env.kind != kindMessage {
+		c.deliverStaged() // what a frame does comes after the messages before it
+	}
 	switch env.kind {
 	case kindMessage:
 		if !n.local(env.target) {
 			c.nw.drop(dropUnexpectedFrame)
 			return
 		}
-		if err := n.deliverRemote(c, env); err != nil {
+		if err := c.stage(env); err != nil {
 			c.nw.drop(dropUnknownProcess)
 			n.log.Debug("message from %s dropped: %v", env.from, err)
 		}
@@ -152,19 +155,50 @@ func (n *node) receive(c *connection, env *envelope) {
 	}
 }
 
-// deliverRemote puts the message env carries into the mailbox of the local
-// process it names, as sendTo would, finding the process through c's
-// reader's cache (see connection.recipient).
-func (n *node) deliverRemote(c *connection, env *envelope) error {
+// maxStaged bounds the messages a reader stages for one process.
+const maxStaged = 64
+
+// stage queues the message env carries for the local process it names,
+// found through the reader's cache (see recipient), or fails when there is
+// none. The messages of consecutive frames to one process are delivered
+// together, under one lock of its mailbox (see deliverStaged); the reader
+// delivers them before it acts on any other frame and before it waits for
+// more bytes, so none waits on the stream and every frame's effects keep
+// their order.
+func (c *connection) stage(env *envelope) error {
 	p := c.recipient(env.target)
 	if p == nil {
 		return fmt.Errorf("send to %v: %w", env.target, gen.ErrProcessUnknown)
 	}
-	err := p.deliver(&p.main, &gen.MailboxMessage{From: env.from, Type: gen.MailboxMessageTypeRegular, Message: env.payload})
-	if err != nil {
+	if p != c.stagedTo {
+		c.deliverStaged()
+		c.stagedTo = p
+	}
+	c.staged = append(c.staged, gen.MailboxMessage{From: env.from, Type: gen.MailboxMessageTypeRegular, Message: env.payload})
+	if len(c.staged) == maxStaged {
+		c.deliverStaged()
+	}
+	return nil
+}
+
+// deliverStaged pushes the staged messages into their process's mailbox;
+// those it refuses (it ended, or its mailbox is full) are dropped and
+// counted, as a refused message from the network always is.
+func (c *connection) deliverStaged() {
+	p := c.stagedTo
+	if p == nil {
+		return
+	}
+	if taken := p.pushAll(&p.main, c.staged); taken < len(c.staged) {
+		err := p.refusal()
+		for _, m := range c.staged[taken:] {
+			c.nw.drop(dropUnknownProcess)
+			c.nw.node.log.Debug("message from %s dropped: %v", m.From, err)
+		}
 		c.lastProc = nil // most likely gone: let it be collected
 	}
-	return err
+	clear(c.staged) // the payloads are the process's now, or garbage
+	c.staged, c.stagedTo = c.staged[:0], nil
 }
 
 // recipient returns the local process t names, or nil. A stream of frames

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +70,55 @@ func TestRemoteSendAndCall(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return b.Network().Stats().Dropped["unknown_process"] > before
 		}, wait, time.Millisecond)
+	})
+	t.Run("a call after messages to a remote process is handled after them", func(t *testing.T) {
+		ordered := newProbe()
+		ordered.onCall = func(p *probe, from gen.PID, ref gen.Ref, request any) (any, error) {
+			ordered.messages <- request
+			return request, nil
+		}
+		orderedPID := spawnProbe(t, b, ordered)
+		for i := 0; i < 200; i++ {
+			require.NoError(t, a.Send(orderedPID, ping{Seq: i}))
+		}
+		_, err := a.Call(orderedPID, "call")
+		require.NoError(t, err)
+		for i := 0; i < 200; i++ {
+			require.Equal(t, ping{Seq: i}, ordered.next(t))
+		}
+		require.Equal(t, "call", ordered.next(t))
+	})
+	t.Run("a burst to a full remote mailbox keeps what fits, in order, and drops and counts each of the rest", func(t *testing.T) {
+		full := newProbe()
+		inside, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		unblock := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(unblock) // a failing test does not leave the process blocked
+		full.onMessage = func(p *probe, from gen.PID, message any) error {
+			if message == "block" {
+				close(inside)
+				<-release
+			}
+			full.messages <- message
+			return nil
+		}
+		fullPID, err := b.Spawn(full.factory(), gen.ProcessOptions{MailboxSize: 2})
+		require.NoError(t, err)
+		require.NoError(t, a.Send(fullPID, "block"))
+		<-inside
+		before := b.Network().Stats().Dropped["unknown_process"]
+		for i := 0; i < 7; i++ {
+			require.NoError(t, a.Send(fullPID, ping{Seq: i}))
+		}
+		require.Eventually(t, func() bool {
+			return b.Network().Stats().Dropped["unknown_process"] == before+5
+		}, wait, time.Millisecond)
+		unblock()
+		require.NoError(t, a.Send(fullPID, "after"))
+		for _, want := range []any{"block", ping{Seq: 0}, ping{Seq: 1}, "after"} {
+			require.Equal(t, want, full.next(t))
+		}
+		require.Equal(t, before+5, b.Network().Stats().Dropped["unknown_process"])
 	})
 	t.Run("a remote ProcessID reaches the registered process", func(t *testing.T) {
 		require.NoError(t, a.Send(gen.ProcessID{Name: "server", Node: b.Name()}, "by name"))

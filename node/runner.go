@@ -210,6 +210,20 @@ func (p *process) push(q *queue, m *gen.MailboxMessage) bool {
 	return true
 }
 
+// pushAll queues copies of the first of ms that fit, none from p itself,
+// and wakes the process; it returns how many it queued, none when p has
+// terminated.
+func (p *process) pushAll(q *queue, ms []gen.MailboxMessage) int {
+	if p.State() == gen.ProcessStateTerminated {
+		return 0
+	}
+	n := q.pushMessages(ms)
+	if n > 0 {
+		p.wake()
+	}
+	return n
+}
+
 // requestTerminate asks the process to end with reason before its next
 // ProcessRun; the first request wins.
 func (p *process) requestTerminate(reason error) {

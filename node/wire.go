@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -176,8 +177,34 @@ const (
 // names it has seen (headers and payloads share one bounded intern table)
 // and the payload's last type.
 type frameDecoder struct {
-	atoms   *intern.Table
-	payload *codec.Decoder
+	atoms        *intern.Table
+	payload      *codec.Decoder
+	from, target pidCache // the last PIDs decoded in these fields
+}
+
+// pidCache remembers the last PID one header field held, with its
+// encoding. A stream of frames names the same sender and target again and
+// again, and a field whose bytes begin with that encoding holds that PID
+// (decoding reads the same bytes the same way, and no further), so it
+// costs one comparison instead of a parse and a name lookup.
+type pidCache struct {
+	enc []byte
+	pid gen.PID
+}
+
+// read decodes a PID from r, through the cache.
+func (c *pidCache) read(r *wireReader) gen.PID {
+	if len(c.enc) > 0 && r.err == nil && bytes.HasPrefix(r.src, c.enc) {
+		r.src = r.src[len(c.enc):]
+		return c.pid
+	}
+	start := r.src
+	p := r.pid()
+	if r.err == nil {
+		c.enc = append(c.enc[:0], start[:len(start)-len(r.src)]...)
+		c.pid = p
+	}
+	return p
 }
 
 // newFrameDecoder returns the decoder of a connection between the nodes
@@ -207,14 +234,14 @@ func (fd *frameDecoder) decode(src []byte, env *envelope) error {
 	}
 	if r.err == nil {
 		if present&hasFrom != 0 {
-			h.from = r.pid()
+			h.from = fd.from.read(&r)
 		}
 		if present&hasTo != 0 {
 			h.to = r.pid()
 		}
 		switch {
 		case present&hasTargetPID != 0:
-			h.target = pidTarget(r.pid())
+			h.target = pidTarget(fd.target.read(&r))
 		case present&hasTargetName != 0:
 			h.target = target{name: r.atom(), node: r.atom()}
 		}

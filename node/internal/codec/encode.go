@@ -65,8 +65,7 @@ func errTooDeep() error {
 
 // dynamic writes x, which is not nil, preceded by its type.
 func (e *encoder) dynamic(x any) error {
-	t := reflect.TypeOf(x)
-	if ent, ok := e.t.byType[t]; ok {
+	if ent, ok := e.t.byWord[(*eface)(unsafe.Pointer(&x)).typ]; ok {
 		e.buf = append(e.buf, ent.header...)
 		word := &e.words[e.depth]
 		err := ent.codec.enc(ent.codec, e, ent.pointer(&x, word))
@@ -76,7 +75,7 @@ func (e *encoder) dynamic(x any) error {
 	if err, ok := x.(error); ok {
 		return e.error(err)
 	}
-	return fmt.Errorf("codec: type %s is not registered: %w", t, gen.ErrUnregistered)
+	return fmt.Errorf("codec: type %s is not registered: %w", reflect.TypeOf(x), gen.ErrUnregistered)
 }
 
 // error writes an error of an unregistered type: a registered sentinel by its

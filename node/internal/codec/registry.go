@@ -163,6 +163,10 @@ func (ent *entry) box(p unsafe.Pointer) any {
 // loaded.
 type tables struct {
 	byType map[reflect.Type]*entry
+	// byWord holds the entries of byType by their rtype, the type word of
+	// an interface holding one: Encode finds a value's entry with a
+	// pointer-keyed lookup, cheaper than hashing a reflect.Type.
+	byWord map[unsafe.Pointer]*entry
 	byName map[string]*entry
 	byTag  [256]*entry
 	// codecs holds every built codec, including types used only as fields.
@@ -177,6 +181,7 @@ type tables struct {
 func (t *tables) clone() *tables {
 	n := &tables{
 		byType:     make(map[reflect.Type]*entry, len(t.byType)+1),
+		byWord:     make(map[unsafe.Pointer]*entry, len(t.byWord)+1),
 		byName:     make(map[string]*entry, len(t.byName)+1),
 		byTag:      t.byTag,
 		codecs:     make(map[reflect.Type]*typeCodec, len(t.codecs)+1),
@@ -184,6 +189,7 @@ func (t *tables) clone() *tables {
 		errByValue: make(map[error]string, len(t.errByValue)+1),
 	}
 	copyMap(n.byType, t.byType)
+	copyMap(n.byWord, t.byWord)
 	copyMap(n.byName, t.byName)
 	copyMap(n.codecs, t.codecs)
 	copyMap(n.errByText, t.errByText)
@@ -203,6 +209,7 @@ func copyMap[K comparable, V any](dst, src map[K]V) {
 var baseTables = sync.OnceValue(func() *tables {
 	t := &tables{
 		byType:     map[reflect.Type]*entry{},
+		byWord:     map[unsafe.Pointer]*entry{},
 		byName:     map[string]*entry{},
 		codecs:     map[reflect.Type]*typeCodec{},
 		errByText:  map[string]error{},
@@ -216,7 +223,7 @@ var baseTables = sync.OnceValue(func() *tables {
 			panic(fmt.Sprintf("codec: builtin %s: %v", typ, err))
 		}
 		e := newEntry(typ, "", []byte{bi.tag}, c)
-		t.byType[typ] = e
+		t.add(e)
 		t.byTag[bi.tag] = e
 	}
 	if err := b.validate(); err != nil {
@@ -312,9 +319,15 @@ func (t *tables) addNamed(typ reflect.Type, name string) error {
 	}
 	header := appendString([]byte{tagNamed}, name)
 	e := newEntry(typ, name, header, t.codecs[typ])
-	t.byType[typ] = e
+	t.add(e)
 	t.byName[name] = e
 	return nil
+}
+
+// add makes e the entry of its type.
+func (t *tables) add(e *entry) {
+	t.byType[e.typ] = e
+	t.byWord[e.rtype] = e
 }
 
 // RegisterError makes err travel by identity: the receiver gets back the same

@@ -50,6 +50,17 @@ func (r *Reader) Buffered() int { return r.br.Buffered() }
 // Max returns the largest payload the Reader accepts.
 func (r *Reader) Max() int { return r.max }
 
+// Ready reports whether the next frame is wholly buffered, so that Next
+// returns it without reading the stream. A frame larger than the buffer
+// never is.
+func (r *Reader) Ready() bool {
+	if r.br.Buffered() < HeaderSize {
+		return false
+	}
+	hdr, err := r.br.Peek(HeaderSize)
+	return err == nil && uint64(r.br.Buffered()) >= HeaderSize+uint64(binary.BigEndian.Uint32(hdr))
+}
+
 // Next returns the next payload; the slice is valid until the next call. It
 // returns io.EOF when the stream ends cleanly between frames, an error
 // wrapping gen.ErrMalformed and io.ErrUnexpectedEOF when it ends inside a
