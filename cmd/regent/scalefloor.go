@@ -29,8 +29,12 @@ import (
 const idleFloorSpan = 10 * time.Second
 
 // floorPair is one directed pair of the floor: a beating node's end and
-// the answering node's end of one loopback connection.
-type floorPair struct{ beater, answerer net.Conn }
+// the answering node's end of one loopback connection, and the frames it
+// beats per tick.
+type floorPair struct {
+	beater, answerer net.Conn
+	perTick          int
+}
 
 // idleFloor measures the floor of row's traffic over span (at most
 // idleFloorSpan): nodes nodes, ticking every interval. It reports 0 when
@@ -38,11 +42,13 @@ type floorPair struct{ beater, answerer net.Conn }
 func idleFloor(ctx context.Context, row scaleRow, nodes int, interval time.Duration, span time.Duration) (float64, error) {
 	span = min(span, idleFloorSpan)
 	ticks := span.Seconds() / interval.Seconds()
-	beats := int(math.Round(row.FramesPerSec * interval.Seconds() / 2)) // directed pairs beating per tick
-	beats = min(beats, nodes*(nodes-1))
+	beats := int(math.Round(row.FramesPerSec * interval.Seconds() / 2)) // beats per tick, each answered
 	if beats <= 0 || row.FramesPerSec <= 0 || ticks < 1 {
 		return 0, nil
 	}
+	// Without coalescing a pair carries many frames per tick: the beats
+	// are spread over every directed pair, each writing its share.
+	pairs := min(beats, nodes*(nodes-1))
 	size := int(math.Round(row.BytesPerPair / row.FramesPerPair))
 	size = max(size-4, 1) // the length prefix is part of the frame's bytes
 	// The row's garbage is collected, and its idle workers end, first.
@@ -63,7 +69,7 @@ func idleFloor(ctx context.Context, row scaleRow, nodes int, interval time.Durat
 			c.Close()
 		}
 	}()
-	for k := range beats {
+	for k := range pairs {
 		beater, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			return 0, fmt.Errorf("idle floor: %w", err)
@@ -75,14 +81,18 @@ func idleFloor(ctx context.Context, row scaleRow, nodes int, interval time.Durat
 		}
 		conns = append(conns, answerer)
 		src := k / (nodes - 1)
-		bySource[src] = append(bySource[src], floorPair{beater, answerer})
+		share := beats / pairs
+		if k < beats%pairs {
+			share++
+		}
+		bySource[src] = append(bySource[src], floorPair{beater, answerer, share})
 	}
 
 	frame := binary.BigEndian.AppendUint32(nil, uint32(size))
 	frame = append(frame, make([]byte, size)...)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*beats+nodes)
+	errs := make(chan error, 2*pairs+nodes)
 	for _, pairs := range bySource {
 		if len(pairs) == 0 {
 			continue
@@ -136,8 +146,8 @@ func idleFloor(ctx context.Context, row scaleRow, nodes int, interval time.Durat
 	return float64(cpu1-cpu0) / float64(span), nil
 }
 
-// floorBeater writes frame to each of its pairs' connections every
-// interval, until stop.
+// floorBeater writes each of its pairs' frames per tick to its connection
+// every interval, one write each, until stop.
 func floorBeater(pairs []floorPair, frame []byte, interval time.Duration, stop <-chan struct{}) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -148,8 +158,10 @@ func floorBeater(pairs []floorPair, frame []byte, interval time.Duration, stop <
 		case <-t.C:
 		}
 		for _, p := range pairs {
-			if _, err := p.beater.Write(frame); err != nil {
-				return err
+			for range p.perTick {
+				if _, err := p.beater.Write(frame); err != nil {
+					return err
+				}
 			}
 		}
 	}
