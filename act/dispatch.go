@@ -29,18 +29,21 @@ func Next(p gen.Process) (m *gen.MailboxMessage, ok bool) {
 func Drain(p gen.Process, handle func(m *gen.MailboxMessage) error) error {
 	r := newMailboxReader(p, true)
 	lent := lentMessages.Get().(*gen.MailboxMessage)
+	var err error
 	for {
 		m, ok := r.next(lent)
 		if !ok {
-			lentMessages.Put(lent) // empty: next left nothing in it
-			return nil
+			break
 		}
-		if err := handle(m); err != nil {
-			*lent = gen.MailboxMessage{}
-			lentMessages.Put(lent)
-			return err
+		if err = handle(m); err != nil {
+			break
 		}
 	}
+	// An empty queue leaves lent as it was, holding the message handled
+	// last: the pool must not keep that reachable.
+	*lent = gen.MailboxMessage{}
+	lentMessages.Put(lent)
+	return err
 }
 
 // lentMessages holds the storage Drain lends, zero; a Drain whose handle

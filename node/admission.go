@@ -237,8 +237,11 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 	case verdictRetireNew:
 		keep, retire = old, c
 	}
-	nw.setConnLocked(name, keep)
+	// The dial queue goes to keep before keep is published: a send reads
+	// the table without nw.mu, and one that found keep before its
+	// sender's queued frames were on it would overtake them.
 	nw.handOverLocked(nw.dialing[name], keep)
+	nw.setConnLocked(name, keep)
 	if d != nil && nw.dialing[name] == d {
 		delete(nw.dialing, name)
 	}

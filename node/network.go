@@ -43,6 +43,7 @@ const (
 	dropKeepalive       = "keepalive_timeout"
 	dropHandshake       = "handshake_failed"
 	dropUnknownProcess  = "unknown_process"
+	dropMailboxFull     = "mailbox_full"
 	dropUnexpectedFrame = "unexpected_frame"
 	dropForeignSender   = "foreign_sender"
 	dropDialFailed      = "dial_failed"

@@ -191,11 +191,16 @@ func (c *connection) deliverStaged() {
 	}
 	if taken := p.pushAll(&p.main, c.staged); taken < len(c.staged) {
 		err := p.refusal()
+		reason := dropUnknownProcess
+		if errors.Is(err, gen.ErrProcessMailboxFull) {
+			reason = dropMailboxFull
+		} else {
+			c.lastProc = nil // gone: let it be collected
+		}
 		for _, m := range c.staged[taken:] {
-			c.nw.drop(dropUnknownProcess)
+			c.nw.drop(reason)
 			c.nw.node.log.Debug("message from %s dropped: %v", m.From, err)
 		}
-		c.lastProc = nil // most likely gone: let it be collected
 	}
 	clear(c.staged) // the payloads are the process's now, or garbage
 	c.staged, c.stagedTo = c.staged[:0], nil

@@ -106,19 +106,21 @@ func TestRemoteSendAndCall(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, a.Send(fullPID, "block"))
 		<-inside
-		before := b.Network().Stats().Dropped["unknown_process"]
+		dropped := func(reason string) uint64 { return b.Network().Stats().Dropped[reason] }
+		beforeFull, beforeUnknown := dropped("mailbox_full"), dropped("unknown_process")
 		for i := 0; i < 7; i++ {
 			require.NoError(t, a.Send(fullPID, ping{Seq: i}))
 		}
 		require.Eventually(t, func() bool {
-			return b.Network().Stats().Dropped["unknown_process"] == before+5
-		}, wait, time.Millisecond)
+			return dropped("mailbox_full") == beforeFull+5
+		}, wait, time.Millisecond, "each message refused by the full mailbox is counted as mailbox_full")
 		unblock()
 		require.NoError(t, a.Send(fullPID, "after"))
 		for _, want := range []any{"block", ping{Seq: 0}, ping{Seq: 1}, "after"} {
 			require.Equal(t, want, full.next(t))
 		}
-		require.Equal(t, before+5, b.Network().Stats().Dropped["unknown_process"])
+		require.Equal(t, beforeFull+5, dropped("mailbox_full"))
+		require.Equal(t, beforeUnknown, dropped("unknown_process"), "the process is known: a full mailbox is not an unknown process")
 	})
 	t.Run("a remote ProcessID reaches the registered process", func(t *testing.T) {
 		require.NoError(t, a.Send(gen.ProcessID{Name: "server", Node: b.Name()}, "by name"))
