@@ -23,7 +23,8 @@ type timerLoop struct {
 	// held (reset, stop, close); fn runs without it.
 	mu      sync.Mutex
 	rt      *time.Timer // the goroutine waits on it; nil until first reset
-	due     bool        // fn runs when rt fires; otherwise the firing ends the goroutine
+	due     bool        // fn runs at dueAt; a firing with nothing due ends the goroutine
+	dueAt   time.Time   // when fn runs: an idle firing that races a reset waits for it
 	running bool        // the goroutine runs
 	closed  bool        // nothing runs fn again
 }
@@ -36,7 +37,7 @@ func (l *timerLoop) reset(d time.Duration) {
 	if l.closed {
 		return
 	}
-	l.due = true
+	l.due, l.dueAt = true, time.Now().Add(d)
 	if l.rt == nil {
 		l.rt = time.NewTimer(d)
 	} else {
@@ -78,6 +79,11 @@ func (l *timerLoop) run() {
 			l.running = false
 			l.mu.Unlock()
 			return
+		}
+		if wait := time.Until(l.dueAt); wait > 0 {
+			l.rt.Reset(wait) // the idle firing came as a reset made it due later
+			l.mu.Unlock()
+			continue
 		}
 		l.due = false
 		l.mu.Unlock()
