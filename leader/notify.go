@@ -74,7 +74,10 @@ func (a *Actor) reportTransition() {
 		return
 	}
 	leaderChanged := a.reported == nil || a.reported.term != cur.term || a.reported.leader != cur.leader
-	a.reported = &cur
+	if a.reported == nil {
+		a.reported = new(transitionState) // one for the actor's life, not one per report
+	}
+	*a.reported = cur
 	if a.options.OnTransition != nil {
 		a.options.OnTransition(Transition{
 			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,

@@ -154,7 +154,7 @@ func (a *Actor) publishBeat(now time.Time) {
 		entries:    make([]CoalescedHeartbeat, len(sb.Members)),
 		since:      sinceEpoch(now),
 		until:      sinceEpoch(sb.Until),
-		linger:     a.linger,
+		linger:     a.options.linger,
 	}
 	hb := sb.Heartbeat
 	hb.From.Node = "" // the frame says where the sender is

@@ -24,7 +24,6 @@ type Core struct {
 	// comparison use it.
 	view          *View
 	termChangedAt instant
-	hardDirty     bool // term, vote or view changed since the last Ready
 
 	// role is the protocol role: follower, candidate or leader. What the user
 	// sees (Role) also depends on the view and on confirmation.
@@ -52,7 +51,6 @@ type Core struct {
 
 	camp *campaign   // the running election; nil when none
 	lead *leadership // set while leading
-	next nextCampaign
 	// deadLeader is the node of the leader whose end this member learned of,
 	// until a leader is recognised again: a refusal that names it comes from
 	// a voter not told yet, and will be followed by its real answer.
@@ -62,6 +60,12 @@ type Core struct {
 	// soon after (see deferIfLeaderLive).
 	deferred *deferredRequest
 
+	// The flags and small fields below sit together so that they share one
+	// word: every member holds a Core, and at most 1,016 bytes (with the
+	// allocator's 8-byte header) fit a 1,024-byte allocation instead of a
+	// 1,152-byte one (TestCoreFitsItsAllocation).
+	hardDirty bool // term, vote or view changed since the last Ready
+	next      nextCampaign
 	// campaignHeld: another member on this host holds the same-host cell, so
 	// this one votes and follows but starts no election (SetCampaign).
 	campaignHeld bool
@@ -71,6 +75,9 @@ type Core struct {
 	// peers that stay silent (cut off, or declared and never answering):
 	// each doubles the wait for the next, up to maxProbeBackoff times.
 	probeBackoff uint8
+	// electionLazy: a heartbeat moves electionStart without re-arming the
+	// election timer (see electionStart).
+	electionLazy bool
 
 	// reported is the role and leader the user was last told of, so
 	// callbacks fire on changes only.
@@ -91,7 +98,6 @@ type Core struct {
 	// electionLazy a heartbeat moves the start without re-arming the timer.
 	electionStart instant
 	electionWait  time.Duration
-	electionLazy  bool
 	ready         Ready
 
 	heartbeatInLast  instant
