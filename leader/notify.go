@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -79,6 +80,7 @@ func (a *Actor) reportTransition() {
 	}
 	*a.reported = cur
 	if a.options.OnTransition != nil {
+		view.Members = slices.Clone(view.Members) // the core's are shared: the user may change these
 		a.options.OnTransition(Transition{
 			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,
 			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.options.minClusterSize,

@@ -184,7 +184,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		role:     RoleFollower,
 		term:     hs.Term,
 		votedFor: hs.VotedFor,
-		view:     hs.View.clone(),
+		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(),
 	}
@@ -337,7 +337,7 @@ func (c *Core) declaredPeer(n gen.Atom, p *peer) bool {
 func (c *Core) takeReady() Ready {
 	rd := c.ready
 	if c.hardDirty {
-		rd.HardState = &HardState{Term: c.term, VotedFor: c.votedFor, View: c.view.clone()}
+		rd.HardState = &HardState{Term: c.term, VotedFor: c.votedFor, View: c.view}
 		c.hardDirty = false
 	}
 	c.ready = Ready{}

@@ -44,7 +44,9 @@ func (c *Core) becomeLeader(now time.Time) {
 	c.recognise(c.self)
 	c.leaderID = c.cfg.Self
 	c.stats.electionsWon++
-	c.view.Stamp.Key.Term = c.term
+	stamp := c.view.Stamp
+	stamp.Key.Term = c.term
+	c.view = c.view.restamped(stamp)
 	c.hardDirty = true
 	c.lead = &leadership{since: now, adds: map[gen.Atom]admission{}, removes: map[gen.Atom]string{}}
 	for _, m := range c.view.Members {
@@ -76,7 +78,7 @@ func (c *Core) sendHeartbeats(now time.Time) {
 		}
 		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
 		if p.acked != c.view.Stamp || p.ackedTerm != c.term {
-			hb.View = c.view.clone()
+			hb.View = c.view
 		}
 		c.send(now, p, hb)
 	}
@@ -204,10 +206,12 @@ func (c *Core) checkCommit(now time.Time) {
 		if acked < c.cfg.MinClusterSize {
 			return
 		}
-		old := c.view.clone()
-		c.view.Stamp.Agreed = true
+		old := c.view
+		stamp := old.Stamp
+		stamp.Agreed = true
+		c.view = old.restamped(stamp)
 		c.hardDirty = true
-		c.effect(ViewChanged{From: old, To: c.view.clone(), Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
+		c.effect(ViewChanged{From: old, To: c.view, Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
 		defer c.sendHeartbeats(now) // tell the members at once
 	}
 	if c.lead.committedInTerm && c.committed == key {

@@ -55,7 +55,7 @@ func (c *Core) acceptView(now time.Time, v *View, fromLeader bool) bool {
 		}
 		reason = "proposed by a formation"
 	}
-	c.install(v.clone(), reason)
+	c.install(v, reason)
 	if c.role == RoleCandidate {
 		c.becomeFollower(now, gen.PID{})
 	}
@@ -70,7 +70,7 @@ func (c *Core) install(v *View, reason string) {
 	c.view = v
 	c.hardDirty = true
 	c.stats.viewChanges++
-	c.effect(ViewChanged{From: old.clone(), To: v.clone(), Reason: reason})
+	c.effect(ViewChanged{From: old, To: v, Reason: reason})
 	for _, m := range v.Members {
 		if m.Node != c.cfg.Self.Node {
 			c.peers.ensure(m).id = m
@@ -318,7 +318,7 @@ func (c *Core) propose(now time.Time, v *View, reason string) {
 		if !v.has(m.Node) {
 			// Tell the removed member once, so it knows to stop campaigning.
 			p := c.peers.get(m.Node)
-			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v.clone(), Committed: c.committed})
+			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v, Committed: c.committed})
 		}
 	}
 	c.sendHeartbeats(now)
@@ -546,5 +546,5 @@ func (c *Core) reform(now time.Time) (*View, error) {
 	c.install(v, "re-formed by the operator from the members heard from lately")
 	c.outside = nil
 	c.campaign(now, true)
-	return v.clone(), nil
+	return v.detached(), nil
 }

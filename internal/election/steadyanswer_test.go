@@ -55,7 +55,7 @@ func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
 	require.True(t, ok)
 	require.False(t, sa.Answers(gen.PID{Node: l.name, ID: l.pid.ID + 1, Creation: l.pid.Creation}, &sa.Heartbeat), "another process of the leader's node is not its leader")
 	withView := sa.Heartbeat
-	withView.View = f.core.view.clone()
+	withView.View = f.core.view
 	require.False(t, sa.Answers(l.pid, &withView), "a heartbeat carrying a view is never answered ahead")
 
 	// A vote request for a newer term moves the follower on: the old answer goes.

@@ -75,6 +75,13 @@ func (s ViewStamp) IsZero() bool { return s.Lineage.IsZero() }
 // View is a membership that the cluster agrees on, or is agreeing on: its
 // stamp and its members, sorted by node. It travels in messages and in
 // durable state.
+//
+// Inside this package a *View, once made, is never changed: a change makes
+// a new View (restamped, with, without), which may share the old one's
+// Members. So the core's view, its Ready, its messages and its clones share
+// views without copying them; what leaves for the user is a copy (Core.View,
+// Core.Reform), and a View handed to New, or received, must not be changed
+// by its sender afterwards.
 type View struct {
 	Stamp   ViewStamp
 	Members []gen.ProcessID
@@ -88,8 +95,13 @@ func newView(stamp ViewStamp, members []gen.ProcessID) *View {
 	return v
 }
 
-// clone copies v so the copy can travel or be stored while v changes.
-func (v *View) clone() *View {
+// restamped is v with stamp, sharing v's members.
+func (v *View) restamped(stamp ViewStamp) *View {
+	return &View{Stamp: stamp, Members: v.Members}
+}
+
+// detached copies v, members included, for a caller that may change it.
+func (v *View) detached() *View {
 	if v == nil {
 		return nil
 	}
