@@ -670,6 +670,9 @@ type inbox struct {
 type leaderBeat struct {
 	beat  steadyBeat
 	ahead beatenAhead
+	// spare is the list the member builds its next beat's Members in
+	// (Actor.publishBeat); only the member reads or writes it.
+	spare []election.SteadyMember
 	// paired is the leader's pairing while the pair beats do its ticks
 	// (rule 8); written under mu.
 	paired *pairedLeader

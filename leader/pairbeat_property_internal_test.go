@@ -495,7 +495,7 @@ func (h *pairHarness) publishBeat(l *phLeader) {
 		b.Members = append(b.Members, election.SteadyMember{PID: m.pid, Ack: m.ack, LastAck: gridEpoch.Add(l.lastAck[i])})
 		b.entries = append(b.entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: l.pid.ID, FromCreation: 1, ToID: m.pid.ID, ToCreation: 1}, Message: hb})
 	}
-	l.a.inbox.publishBeat(&b, slices.Clone(l.lastAck))
+	l.a.inbox.publishBeat(&b, slices.Clone(l.lastAck), nil)
 	l.a.beating = true
 }
 

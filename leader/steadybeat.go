@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -144,44 +145,83 @@ func (a *Actor) publishBeat(now time.Time) {
 	if !a.timers[election.TimerHeartbeat].pending || !a.share.coal.running() {
 		return
 	}
-	sb, ok := a.core.SteadyBeat(now)
+	// Only this member writes its lead's beat and spare: read without mu.
+	prev := a.inbox.lead
+	var spare []election.SteadyMember
+	if prev != nil {
+		spare = prev.spare
+	}
+	sb, ok := a.core.SteadyBeat(now, spare)
 	if !ok {
 		return
 	}
 	self := a.PID()
-	b := steadyBeat{
-		SteadyBeat: sb,
-		entries:    make([]CoalescedHeartbeat, len(sb.Members)),
-		since:      sinceEpoch(now),
-		until:      sinceEpoch(sb.Until),
-		linger:     a.options.linger,
-	}
-	hb := sb.Heartbeat
-	hb.From.Node = "" // the frame says where the sender is
 	lastAck := make([]time.Duration, len(sb.Members))
 	for i, m := range sb.Members {
 		if m.PID.Node == self.Node {
 			return // members of one node are sent to directly
 		}
-		b.entries[i] = CoalescedHeartbeat{
-			CoalescedRoute: CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
-			Message:        hb,
-		}
 		lastAck[i] = sinceEpoch(m.LastAck)
 	}
-	a.inbox.publishBeat(&b, lastAck)
+	b := steadyBeat{
+		SteadyBeat: sb,
+		since:      sinceEpoch(now),
+		until:      sinceEpoch(sb.Until),
+		linger:     a.options.linger,
+	}
+	b.Members, b.entries, spare = prev.lists(self, sb)
+	a.inbox.publishBeat(&b, lastAck, spare)
 	a.beating = true
 }
 
+// lists returns the lists to publish sb with, a beat of the member self
+// built in lb's spare list (lb nil before the first), and the list to build
+// the next beat in. A leader publishes after every wake-up, mostly the beat
+// it had: then the published lists stand (their LastAck are old, which only
+// publishBeat reads) and sb's stays spare. Otherwise sb's list is published
+// with new entries, and the list it replaces is the spare: once replaced
+// (under mu) no one reads it, as the outbox holds entries, not members.
+func (lb *leaderBeat) lists(self gen.PID, sb election.SteadyBeat) ([]election.SteadyMember, []CoalescedHeartbeat, []election.SteadyMember) {
+	if lb == nil {
+		return sb.Members, steadyEntries(self, sb), nil
+	}
+	if lb.beat.Heartbeat == sb.Heartbeat && sameSteadyMembers(lb.beat.Members, sb.Members) {
+		return lb.beat.Members, lb.beat.entries, sb.Members
+	}
+	return sb.Members, steadyEntries(self, sb), lb.beat.Members
+}
+
+// steadyEntries are sb's heartbeat to each of its members, routed from self
+// and with the sender's node left out, as the outbox wants them.
+func steadyEntries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
+	hb := sb.Heartbeat
+	hb.From.Node = "" // the frame says where the sender is
+	entries := make([]CoalescedHeartbeat, len(sb.Members))
+	for i, m := range sb.Members {
+		entries[i] = CoalescedHeartbeat{
+			CoalescedRoute: CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
+			Message:        hb,
+		}
+	}
+	return entries
+}
+
+// sameSteadyMembers reports whether a and b list the same members with the
+// same expected acknowledgements, their last replies aside.
+func sameSteadyMembers(a, b []election.SteadyMember) bool {
+	return slices.EqualFunc(a, b, func(x, y election.SteadyMember) bool { return x.PID == y.PID && x.Ack == y.Ack })
+}
+
 // publishBeat makes b the member's steady beat, with each member's last
-// reply on the shell's clock, and starts afresh what is done under it.
-func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration) {
+// reply on the shell's clock, and starts afresh what is done under it;
+// spare is the list the member builds its next beat in.
+func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration, spare []election.SteadyMember) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if ib.lead == nil {
 		ib.lead = new(leaderBeat)
 	}
-	ib.lead.beat, ib.beating = *b, true
+	ib.lead.beat, ib.lead.spare, ib.beating = *b, spare, true
 	ib.lead.ahead = beatenAhead{
 		BeatenAhead: election.BeatenAhead{Acks: make([]election.TakenAcks, len(b.Members))},
 		lastAck:     lastAck,

@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -84,7 +85,11 @@ type TakenAcks struct {
 // connection dropped) is left out while the others make a quorum: the ticks
 // send it nothing, and the beat ends before it would be a ghost. It reports
 // false in every other case.
-func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
+//
+// The beat's Members are appended to buf[:0], so a shell that publishes a
+// beat after every wake-up can keep one list for the next beat instead of
+// making one each time; nil makes a new list.
+func (c *Core) SteadyBeat(now time.Time, buf []SteadyMember) (SteadyBeat, bool) {
 	l := c.lead
 	if c.role != RoleLeader || l == nil || c.fatal != nil || c.storageErr != nil || c.view == nil ||
 		!l.visible || l.awaitingConfirm || !l.committedInTerm || !c.agreed() || c.committed != c.view.Stamp.Key ||
@@ -121,17 +126,20 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 	sb := SteadyBeat{
 		Term:      c.term,
 		Heartbeat: MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed},
-		Members:   make([]SteadyMember, 0, len(c.view.Members)-1),
 		Interval:  c.cfg.HeartbeatInterval,
 		Window:    window,
 		Until:     until,
 	}
+	// Every member must stand before the list is made: a leader asks after
+	// every wake-up, and until its members all acknowledged it, mostly in
+	// vain.
+	standing := 0
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
 		}
 		p := c.peers.get(m.Node)
-		if p != nil && p.id == m && p.cutOff() && p.ended() == "" {
+		if steadyCutOff(p, m) {
 			// Its ticks send it nothing (sendHeartbeats) until it is heard
 			// from again, which ends the beat, and no handover picks it;
 			// the beat ends before it has been silent for GhostTTL, when
@@ -151,22 +159,34 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
 			return SteadyBeat{}, false // it hands over once that member is steady
 		}
-		sb.Members = append(sb.Members, SteadyMember{
-			PID: p.pid,
-			Ack: MessageHeartbeatAck{
-				Header: Header{
-					ClusterID: c.cfg.ClusterID, Term: c.term, From: p.id,
-					Started: p.startedNanos, View: c.view.Stamp,
-				},
-				Declines: p.declines,
-			},
-			LastAck: c.clock.time(p.lastReply),
-		})
+		standing++
 	}
-	if !quorum.Reached(len(sb.Members)+1, c.view.size()) {
+	if !quorum.Reached(standing+1, c.view.size()) {
 		return SteadyBeat{}, false
 	}
+	sb.Members = slices.Grow(buf[:0], standing)
+	for _, m := range c.view.Members {
+		if p := c.peers.get(m.Node); m.Node != c.cfg.Self.Node && !steadyCutOff(p, m) {
+			sb.Members = append(sb.Members, SteadyMember{
+				PID: p.pid,
+				Ack: MessageHeartbeatAck{
+					Header: Header{
+						ClusterID: c.cfg.ClusterID, Term: c.term, From: p.id,
+						Started: p.startedNanos, View: c.view.Stamp,
+					},
+					Declines: p.declines,
+				},
+				LastAck: c.clock.time(p.lastReply),
+			})
+		}
+	}
 	return sb, true
+}
+
+// steadyCutOff reports whether p, the peer of member m, is cut off (its
+// connection dropped): a steady beat leaves it out.
+func steadyCutOff(p *peer, m gen.ProcessID) bool {
+	return p != nil && p.id == m && p.cutOff() && p.ended() == ""
 }
 
 // steadyBeatHorizon bounds a SteadyBeat's Until when nothing earlier does,

@@ -19,7 +19,7 @@ import (
 func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		nw, l := settledLeader(t, n, uint64(n)+40, nil)
-		sb, ok := l.core.SteadyBeat(nw.now)
+		sb, ok := l.core.SteadyBeat(nw.now, nil)
 		require.True(t, ok, "a settled leader of %d members has a steady beat", n)
 		require.Len(t, sb.Members, n-1)
 		for _, m := range sb.Members {
@@ -47,26 +47,26 @@ func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 // change to propose, a member preferred over it, a member ended.
 func TestSteadyBeatIsWithheldWhileTheTickHasWorkToDo(t *testing.T) {
 	nw, l := settledLeader(t, 3, 44, nil)
-	_, ok := l.core.SteadyBeat(nw.now)
+	_, ok := l.core.SteadyBeat(nw.now, nil)
 	require.True(t, ok)
 	f := nw.other(l)
-	_, ok = f.core.SteadyBeat(nw.now)
+	_, ok = f.core.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a follower has no steady beat")
 
 	c := l.core.Clone(nil)
 	c.lead.removes[f.name] = "left"
-	_, ok = c.SteadyBeat(nw.now)
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a removal to propose")
 
 	c = l.core.Clone(nil)
 	c.PeerDown(nw.now, f.pid, errCrashed)
-	_, ok = c.SteadyBeat(nw.now)
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a member whose process ended")
 
 	c = l.core.Clone(nil)
 	c.cfg.Prefer = Preference{Kind: PreferFunc, Less: func(a, b Candidate) bool { return a.Node == f.name && b.Node != f.name }}
 	if c.cfg.Prefer.Prefers(c.peers.get(f.name).candidate(), c.selfCandidate()) {
-		_, ok = c.SteadyBeat(nw.now)
+		_, ok = c.SteadyBeat(nw.now, nil)
 		require.False(t, ok, "a member preferred over the leader")
 	}
 }
@@ -96,7 +96,7 @@ func TestPropertyCatchingUpIsSteppingEveryBeat(t *testing.T) {
 				if !sn.up || sn.core.HasReady() {
 					continue
 				}
-				if sb, ok := sn.core.SteadyBeat(nw.now); ok {
+				if sb, ok := sn.core.SteadyBeat(nw.now, nil); ok {
 					if a, armed := sn.timers[TimerHeartbeat]; armed {
 						checkCatchUp(rt, sn, sb, a.t, nw.now)
 						total++
@@ -240,7 +240,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	if !sameState(stepped, caught) {
 		rt.Fatalf("%s: after %d ticks and %+v acknowledgements, catching up left\n%+v\nwhere stepping each left\n%+v", sn.name, done.Beats, done.Acks, caught.Status(at), stepped.Status(at))
 	}
-	again, ok := caught.SteadyBeat(at)
+	again, ok := caught.SteadyBeat(at, nil)
 	if at.After(sb.Until) {
 		return
 	}
@@ -269,7 +269,7 @@ func sameState(a, b *Core) bool {
 // CatchUp refuses a report that does not fit the beat, and changes nothing.
 func TestCatchUpRefusesWhatDoesNotFitTheBeat(t *testing.T) {
 	nw, l := settledLeader(t, 3, 45, nil)
-	sb, ok := l.core.SteadyBeat(nw.now)
+	sb, ok := l.core.SteadyBeat(nw.now, nil)
 	require.True(t, ok)
 	before := l.core.Clone(nil)
 	err := l.core.CatchUp(&sb, BeatenAhead{Beats: 1, LastBeat: nw.now})
@@ -298,7 +298,7 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	lost := func(error) error { return fmt.Errorf("lost: %w", gen.ErrNoConnection) }
 	c := l.core.Clone(nil)
 	c.PeerDown(nw.now, fs[0].pid, lost(nil))
-	sb, ok := c.SteadyBeat(nw.now)
+	sb, ok := c.SteadyBeat(nw.now, nil)
 	require.True(t, ok, "four of five reachable")
 	require.Len(t, sb.Members, 3)
 	for _, m := range sb.Members {
@@ -309,11 +309,11 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	require.False(t, sb.Until.Before(ghost.Add(-time.Millisecond)), "and not long before")
 
 	c.PeerDown(nw.now, fs[1].pid, lost(nil))
-	sb, ok = c.SteadyBeat(nw.now)
+	sb, ok = c.SteadyBeat(nw.now, nil)
 	require.True(t, ok, "three of five reachable: a quorum still")
 	require.Len(t, sb.Members, 2)
 	c.PeerDown(nw.now, fs[2].pid, lost(nil))
-	_, ok = c.SteadyBeat(nw.now)
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "two of five: no quorum")
 }
 
@@ -341,7 +341,7 @@ func TestPropertyCatchingUpNearACutOffMembersGhostTTL(t *testing.T) {
 		if !l.core.IsProtocolLeader() || l.core.HasReady() {
 			return
 		}
-		sb, ok := l.core.SteadyBeat(nw.now)
+		sb, ok := l.core.SteadyBeat(nw.now, nil)
 		a, armed := l.timers[TimerHeartbeat]
 		if !ok || !armed {
 			return
