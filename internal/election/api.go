@@ -405,7 +405,7 @@ func (c *Core) Status(now time.Time) Status {
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,
 		Dropped:               droppedCopy(c.stats.dropped),
 		ConfirmDenied:         c.stats.confirmDenied,
-		LastDeniedAt:          c.stats.lastDeniedAt,
+		LastDeniedAt:          c.clock.time(c.stats.lastDeniedAt),
 		LastDenyError:         c.lastDenied,
 		LastBecomeLeaderError: c.leaderErr,
 		StorageError:          c.storageErr,

@@ -306,7 +306,7 @@ func (c *Core) win(now time.Time) {
 		stamp := p.Stamp
 		stamp.Agreed = false
 		if c.view == nil || stamp != c.view.Stamp || !p.sameMembers(c.view) {
-			c.install(p.restamped(stamp), "proposed by a formation this member won")
+			c.install(c.viewOf(stamp, p.Members), "proposed by a formation this member won")
 		}
 	}
 	c.becomeLeader(now)
@@ -506,7 +506,7 @@ func (c *Core) learnChosen() {
 	}
 	stamp := v.Stamp
 	stamp.Agreed = true
-	c.install(v.restamped(stamp), fmt.Sprintf("chosen: %d members accepted it at %s", len(accepted), v.Stamp.Key))
+	c.install(c.viewOf(stamp, v.Members), fmt.Sprintf("chosen: %d members accepted it at %s", len(accepted), v.Stamp.Key))
 }
 
 // noteReport records what a formation grant reported and asks any member it

@@ -32,6 +32,7 @@ func (c *Core) Clone(r *rand.Rand) *Core {
 	}
 	n.cfg.Bootstrap = slices.Clone(c.cfg.Bootstrap)
 	n.view = c.view // immutable: see View
+	n.store = nil   // its taken slots are immutable views; the clone makes its own
 	if c.outside != nil {
 		o := *c.outside
 		n.outside = &o

@@ -31,6 +31,7 @@ var stateFields = map[string]string{
 	"Core.term":                   "value; keyed",
 	"Core.votedFor":               "value; keyed",
 	"Core.view":                   "shared: a View is immutable; keyed",
+	"Core.store":                  "not copied: nil in the clone, its taken slots being immutable views; not keyed: memory only",
 	"Core.termChangedAt":          "value; not keyed: inspection only",
 	"Core.hardDirty":              "value; keyed",
 	"Core.role":                   "value; keyed",
@@ -81,6 +82,9 @@ var stateFields = map[string]string{
 
 	"View.Stamp":        "value; keyed",
 	"View.Members":      "shared: immutable; keyed",
+	"viewStore.views":   "not copied (see Core.store)",
+	"viewStore.used":    "not copied (see Core.store)",
+	"viewStore.members": "not copied (see Core.store)",
 	"ViewStamp.Lineage": "value; keyed",
 	"ViewStamp.Key":     "value; keyed",
 	"ViewStamp.Agreed":  "value; keyed",

@@ -24,6 +24,9 @@ type Core struct {
 	// comparison use it.
 	view          *View
 	termChangedAt instant
+	// store holds the views this member keeps, made with the Core: see
+	// viewStore. Nil in a clone, which makes its views as it goes.
+	store *viewStore
 
 	// role is the protocol role: follower, candidate or leader. What the user
 	// sees (Role) also depends on the view and on confirmation.
@@ -110,7 +113,7 @@ type Core struct {
 type counters struct {
 	dropped            map[string]uint64
 	confirmDenied      uint64
-	lastDeniedAt       time.Time
+	lastDeniedAt       instant
 	electionsStarted   uint64
 	electionsWon       uint64
 	leaderChanges      uint64
@@ -187,6 +190,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(),
+		store:    &viewStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {

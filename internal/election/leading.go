@@ -46,7 +46,7 @@ func (c *Core) becomeLeader(now time.Time) {
 	c.stats.electionsWon++
 	stamp := c.view.Stamp
 	stamp.Key.Term = c.term
-	c.view = c.view.restamped(stamp)
+	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
 	c.lead = &leadership{since: now, adds: map[gen.Atom]admission{}, removes: map[gen.Atom]string{}}
 	for _, m := range c.view.Members {
@@ -161,7 +161,7 @@ func (c *Core) declines(now time.Time) bool {
 	if c.denials == 0 {
 		return false
 	}
-	return now.Sub(c.stats.lastDeniedAt) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
+	return now.Sub(c.clock.time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
 }
 
 // onHeartbeatAck records which view a member acknowledged, and a second
@@ -209,7 +209,7 @@ func (c *Core) checkCommit(now time.Time) {
 		old := c.view
 		stamp := old.Stamp
 		stamp.Agreed = true
-		c.view = old.restamped(stamp)
+		c.view = c.viewOf(stamp, old.Members)
 		c.hardDirty = true
 		c.effect(ViewChanged{From: old, To: c.view, Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
 		defer c.sendHeartbeats(now) // tell the members at once
@@ -316,7 +316,7 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 // re-campaigns after a backoff that grows with consecutive denials.
 func (c *Core) deny(now time.Time, err error) {
 	c.stats.confirmDenied++
-	c.stats.lastDeniedAt = now
+	c.stats.lastDeniedAt = c.clock.at(now)
 	c.lastDenied = err
 	c.denials++
 	c.becomeFollower(now, gen.PID{})

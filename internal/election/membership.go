@@ -66,6 +66,7 @@ func (c *Core) acceptView(now time.Time, v *View, fromLeader bool) bool {
 // install makes v this member's view, to be persisted before anything is
 // acknowledged, and brings the peers and the user up to date.
 func (c *Core) install(v *View, reason string) {
+	v = c.kept(v)
 	old := c.view
 	c.view = v
 	c.hardDirty = true

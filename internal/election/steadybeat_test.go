@@ -256,10 +256,12 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 
 // sameState reports whether two clones of one core hold the same state, but
 // for their timers' arming generations (a tick re-arms, catching up keeps
-// the arming the shell still holds) and their Config, which clones share.
+// the arming the shell still holds), their Config, which clones share, and
+// their view stores, which clones leave out.
 func sameState(a, b *Core) bool {
 	x, y := *a, *b
 	x.cfg, y.cfg = Config{}, Config{}
+	x.store, y.store = nil, nil
 	for k := range x.timers {
 		x.timers[k].gen, y.timers[k].gen = 0, 0
 	}

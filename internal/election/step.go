@@ -136,7 +136,7 @@ func (c *Core) learnAgreed(s ViewStamp) {
 	}
 	stamp := c.view.Stamp
 	stamp.Agreed = true
-	c.install(c.view.restamped(stamp), "the cluster agreed on it")
+	c.install(c.viewOf(stamp, c.view.Members), "the cluster agreed on it")
 }
 
 // sameCluster reports whether a sender with header h belongs to this

@@ -77,7 +77,7 @@ func (s ViewStamp) IsZero() bool { return s.Lineage.IsZero() }
 // durable state.
 //
 // Inside this package a *View, once made, is never changed: a change makes
-// a new View (restamped, with, without), which may share the old one's
+// a new View (Core.viewOf, with, without), which may share the old one's
 // Members. So the core's view, its Ready, its messages and its clones share
 // views without copying them; what leaves for the user is a copy (Core.View,
 // Core.Reform), and a View handed to New, or received, must not be changed
@@ -95,9 +95,53 @@ func newView(stamp ViewStamp, members []gen.ProcessID) *View {
 	return v
 }
 
-// restamped is v with stamp, sharing v's members.
-func (v *View) restamped(stamp ViewStamp) *View {
-	return &View{Stamp: stamp, Members: v.Members}
+// viewStore holds the views a member keeps, made with its Core, before
+// its first election. A member's first views come in an election's burst,
+// among the burst's short-lived garbage of the same sizes: each view made
+// then, kept for the member's life, would keep a page of that garbage's
+// memory in use. A slot once taken is an immutable View like any other.
+type viewStore struct {
+	views [viewStoreSlots]View
+	used  uint8
+	// members is room for the first member list a kept view holds; nil
+	// once taken.
+	members []gen.ProcessID
+}
+
+// viewStoreSlots is how many views a store keeps: a formation's first view,
+// agreed, re-stamped and agreed again by its leader.
+const viewStoreSlots = 4
+
+// viewOf is a view of stamp and members, from the store while it has room
+// (members then copied to its room for them, when free and large enough).
+func (c *Core) viewOf(stamp ViewStamp, members []gen.ProcessID) *View {
+	s := c.store
+	if s == nil || int(s.used) == len(s.views) {
+		return &View{Stamp: stamp, Members: members}
+	}
+	if s.members != nil && len(members) <= cap(s.members) {
+		room := s.members[:len(members):len(members)]
+		copy(room, members)
+		members, s.members = room, nil
+	}
+	v := &s.views[s.used]
+	*v = View{Stamp: stamp, Members: members}
+	s.used++
+	return v
+}
+
+// kept is v as this member keeps it: from the store while it has room.
+func (c *Core) kept(v *View) *View {
+	s := c.store
+	if s == nil || int(s.used) == len(s.views) {
+		return v
+	}
+	for i := range s.used {
+		if v == &s.views[i] {
+			return v
+		}
+	}
+	return c.viewOf(v.Stamp, v.Members)
 }
 
 // detached copies v, members included, for a caller that may change it.
