@@ -671,8 +671,12 @@ type leaderBeat struct {
 	beat  steadyBeat
 	ahead beatenAhead
 	// spare is the list the member builds its next beat's Members in
-	// (Actor.publishBeat); only the member reads or writes it.
-	spare []election.SteadyMember
+	// (Actor.publishBeat); spareAcks and spareLastAck are the lists of an
+	// ahead it took and caught up on, for the next beat's (keepSpares).
+	// Only the member reads or writes them.
+	spare        []election.SteadyMember
+	spareAcks    []election.TakenAcks
+	spareLastAck []time.Duration
 	// paired is the leader's pairing while the pair beats do its ticks
 	// (rule 8); written under mu.
 	paired *pairedLeader

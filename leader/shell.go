@@ -268,6 +268,7 @@ func (a *Actor) stepHeld() error {
 		a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: ahead.skipped, from: a.inbox.steady.Leader})
 	}
 	a.catchUp(&ahead)
+	a.inbox.lead.keepSpares(&ahead)
 	if len(acks)+len(beats) == 0 {
 		return a.takeFatal()
 	}

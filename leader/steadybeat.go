@@ -156,7 +156,11 @@ func (a *Actor) publishBeat(now time.Time) {
 		return
 	}
 	self := a.PID()
-	lastAck := make([]time.Duration, len(sb.Members))
+	var lastAck []time.Duration
+	if prev != nil {
+		lastAck, prev.spareLastAck = prev.spareLastAck, nil
+	}
+	lastAck = resized(lastAck, len(sb.Members))
 	for i, m := range sb.Members {
 		if m.PID.Node == self.Node {
 			return // members of one node are sent to directly
@@ -222,13 +226,35 @@ func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration, spare []ele
 		ib.lead = new(leaderBeat)
 	}
 	ib.lead.beat, ib.lead.spare, ib.beating = *b, spare, true
+	acks := resized(ib.lead.spareAcks, len(b.Members))
+	ib.lead.spareAcks = nil
 	ib.lead.ahead = beatenAhead{
-		BeatenAhead: election.BeatenAhead{Acks: make([]election.TakenAcks, len(b.Members))},
+		BeatenAhead: election.BeatenAhead{Acks: acks},
 		lastAck:     lastAck,
 		// Acknowledgements held since the member took its inbox came
 		// before anything done under the beat: none is done.
 		broken: len(ib.acks) > 0,
 	}
+}
+
+// keepSpares keeps the lists of ahead, taken from the inbox and caught up
+// on, for the next beat: a leader publishes one after every wake-up, and
+// the lists of the last would otherwise be made in an election's burst
+// and kept. Nil-safe: a member that never led has no lead.
+func (lb *leaderBeat) keepSpares(ahead *beatenAhead) {
+	if lb != nil && ahead.Acks != nil {
+		lb.spareAcks, lb.spareLastAck = ahead.Acks, ahead.lastAck
+	}
+}
+
+// resized is s with n zero elements, in s's array when it has room.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // withdrawBeat stops the timer and the coalescer from acting for the

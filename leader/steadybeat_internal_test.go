@@ -276,3 +276,24 @@ func TestARepublishedBeatKeepsItsListsAndIsBuiltApart(t *testing.T) {
 		assert.Equal(t, was, published, "building the new beat changed the one published before")
 	})
 }
+
+// What was done under a beat is counted afresh under the next: a beat
+// published in the lists of an ahead the leader took and caught up on
+// starts with no tick or acknowledgement counted, and never in the lists of
+// the ahead the coalescer still counts in.
+func TestABeatPublishedInTakenListsCountsAfresh(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	require.True(t, c.hold(leader, members[0].PID, given.Add(10*time.Millisecond), &members[0].Ack), "an acknowledgement taken under the beat")
+	beat := ib.lead.beat
+	_, _, ahead := ib.take()
+	require.Equal(t, 1, ahead.Acks[0].Count)
+	ib.lead.keepSpares(&ahead)
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck), nil)
+	counting := ib.lead.ahead.Acks
+	assert.Same(t, &ahead.Acks[0], &counting[0], "the taken lists are used again")
+	assert.Equal(t, []election.TakenAcks{{}, {}}, counting, "nothing counted under the new beat")
+
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck), nil) // published again, nothing taken since
+	assert.NotSame(t, &counting[0], &ib.lead.ahead.Acks[0], "the lists the coalescer counted in are not reused")
+}

@@ -16,13 +16,24 @@ type leadership struct {
 	committedInTerm bool
 	// change describes the change proposed and not yet committed, "" when none.
 	change string
-	// adds and removes are the changes asked for, applied one at a time.
+	// adds and removes are the changes asked for, applied one at a time;
+	// each map is made on first write (queueAdd, remove), as most leaders
+	// change nothing: made with the leadership, in an election's burst,
+	// they would sit among its garbage.
 	adds    map[gen.Atom]admission
 	removes map[gen.Atom]string
 	// awaitingConfirm: HandleConfirmLeader was asked; visible: it granted,
 	// and the user was told (HandleBecomeLeader).
 	awaitingConfirm bool
 	visible         bool
+}
+
+// remove queues the removal of node for reason.
+func (l *leadership) remove(node gen.Atom, reason string) {
+	if l.removes == nil {
+		l.removes = map[gen.Atom]string{}
+	}
+	l.removes[node] = reason
 }
 
 // admission is a peer a leader was asked to admit, and since when: the
@@ -48,7 +59,7 @@ func (c *Core) becomeLeader(now time.Time) {
 	stamp.Key.Term = c.term
 	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
-	c.lead = &leadership{since: now, adds: map[gen.Atom]admission{}, removes: map[gen.Atom]string{}}
+	c.lead = &leadership{since: now}
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
@@ -56,7 +67,7 @@ func (c *Core) becomeLeader(now time.Time) {
 		p := c.peers.ensure(m)
 		p.memberSince = c.clock.at(now)
 		if p.ended() != "" {
-			c.lead.removes[m.Node] = p.ended()
+			c.lead.remove(m.Node, p.ended())
 		}
 	}
 	c.sendHeartbeats(now)

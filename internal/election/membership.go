@@ -217,6 +217,9 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 		return
 	}
 	if _, queued := c.lead.adds[p.Node]; !queued {
+		if c.lead.adds == nil {
+			c.lead.adds = map[gen.Atom]admission{}
+		}
 		c.lead.adds[p.Node] = admission{id: p, since: now}
 	}
 	if pe := c.peers.ensure(p); c.clock.time(pe.lastInbound).Before(c.lead.adds[p.Node].since) {
@@ -228,7 +231,7 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 func (c *Core) queueRemove(now time.Time, node gen.Atom, reason string) {
 	delete(c.lead.adds, node)
 	if c.view.has(node) {
-		c.lead.removes[node] = reason
+		c.lead.remove(node, reason)
 	}
 }
 
@@ -242,7 +245,7 @@ func (c *Core) expireGhosts(now time.Time) {
 			continue
 		}
 		if _, queued := c.lead.removes[m.Node]; !queued {
-			c.lead.removes[m.Node] = fmt.Sprintf("silent for GhostTTL (%s)", c.cfg.GhostTTL)
+			c.lead.remove(m.Node, fmt.Sprintf("silent for GhostTTL (%s)", c.cfg.GhostTTL))
 		}
 	}
 }

@@ -54,7 +54,7 @@ func TestSteadyBeatIsWithheldWhileTheTickHasWorkToDo(t *testing.T) {
 	require.False(t, ok, "a follower has no steady beat")
 
 	c := l.core.Clone(nil)
-	c.lead.removes[f.name] = "left"
+	c.lead.remove(f.name, "left")
 	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a removal to propose")
 
