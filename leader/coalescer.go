@@ -670,11 +670,9 @@ type inbox struct {
 type leaderBeat struct {
 	beat  steadyBeat
 	ahead beatenAhead
-	// spare is the list the member builds its next beat's Members in
-	// (Actor.publishBeat); spareAcks and spareLastAck are the lists of an
-	// ahead it took and caught up on, for the next beat's (keepSpares).
-	// Only the member reads or writes them.
-	spare        []election.SteadyMember
+	// spareAcks and spareLastAck are the lists of an ahead the member took
+	// and caught up on, for the next beat's (keepSpares). Only the member
+	// reads or writes them.
 	spareAcks    []election.TakenAcks
 	spareLastAck []time.Duration
 	// paired is the leader's pairing while the pair beats do its ticks

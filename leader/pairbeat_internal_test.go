@@ -258,7 +258,7 @@ func TestAResetStartsThePairAfresh(t *testing.T) {
 	l.wake()
 	// Paired again on its next tick: the pair's new epoch starts with it.
 	b := l.ib.lead.beat
-	l.ib.publishBeat(&b, []time.Duration{t0, t0}, nil)
+	l.ib.publishBeat(&b, []time.Duration{t0, t0})
 	_, ok := l.c.beatAhead(l.ib, l.timer, &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}, t0+50*time.Millisecond)
 	require.True(t, ok)
 	l.pb.fire(t0 + 50*time.Millisecond)

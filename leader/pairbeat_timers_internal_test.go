@@ -26,7 +26,7 @@ func lateLeader(t *testing.T, given time.Time) (*pairingLeader, *timerOwner, tim
 	l.beatsTo(t, "b@h")
 	l.wake()
 	b := l.ib.lead.beat
-	l.ib.publishBeat(&b, []time.Duration{t0, t0}, nil)
+	l.ib.publishBeat(&b, []time.Duration{t0, t0})
 	o := &timerOwner{process: l.fired, pid: l.pid, inbox: l.ib, grid: newHeartbeatGrid(nil), pairs: l.pb}
 	return l, o, t0 + (l.pb.instantAfter(t0)-t0)/2
 }

@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -145,13 +144,13 @@ func (a *Actor) publishBeat(now time.Time) {
 	if !a.timers[election.TimerHeartbeat].pending || !a.share.coal.running() {
 		return
 	}
-	// Only this member writes its lead's beat and spare: read without mu.
+	// Only this member writes its lead's beat and spares: read without mu.
 	prev := a.inbox.lead
-	var spare []election.SteadyMember
+	var held []election.SteadyMember
 	if prev != nil {
-		spare = prev.spare
+		held = prev.beat.Members
 	}
-	sb, ok := a.core.SteadyBeat(now, spare)
+	sb, ok := a.core.SteadyBeat(now, held)
 	if !ok {
 		return
 	}
@@ -165,7 +164,7 @@ func (a *Actor) publishBeat(now time.Time) {
 		if m.PID.Node == self.Node {
 			return // members of one node are sent to directly
 		}
-		lastAck[i] = sinceEpoch(m.LastAck)
+		lastAck[i] = sinceEpoch(a.core.LastReply(m.PID))
 	}
 	b := steadyBeat{
 		SteadyBeat: sb,
@@ -173,26 +172,22 @@ func (a *Actor) publishBeat(now time.Time) {
 		until:      sinceEpoch(sb.Until),
 		linger:     a.options.linger,
 	}
-	b.Members, b.entries, spare = prev.lists(self, sb)
-	a.inbox.publishBeat(&b, lastAck, spare)
+	b.entries = prev.entries(self, sb)
+	a.inbox.publishBeat(&b, lastAck)
 	a.beating = true
 }
 
-// lists returns the lists to publish sb with, a beat of the member self
-// built in lb's spare list (lb nil before the first), and the list to build
-// the next beat in. A leader publishes after every wake-up, mostly the beat
-// it had: then the published lists stand (their LastAck are old, which only
-// publishBeat reads) and sb's stays spare. Otherwise sb's list is published
-// with new entries, and the list it replaces is the spare: once replaced
-// (under mu) no one reads it, as the outbox holds entries, not members.
-func (lb *leaderBeat) lists(self gen.PID, sb election.SteadyBeat) ([]election.SteadyMember, []CoalescedHeartbeat, []election.SteadyMember) {
-	if lb == nil {
-		return sb.Members, steadyEntries(self, sb), nil
+// entries returns the heartbeats to publish sb with, a beat of the member
+// self: lb's (nil before the first beat) when sb is lb's beat again, its
+// list of members handed back by the core, as mostly when a leader
+// publishes after a wake-up; new ones otherwise. The outbox may still hold
+// entries of a beat replaced: they are never written.
+func (lb *leaderBeat) entries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
+	if lb != nil && len(sb.Members) > 0 && len(lb.beat.Members) == len(sb.Members) &&
+		&lb.beat.Members[0] == &sb.Members[0] && lb.beat.Heartbeat == sb.Heartbeat {
+		return lb.beat.entries
 	}
-	if lb.beat.Heartbeat == sb.Heartbeat && sameSteadyMembers(lb.beat.Members, sb.Members) {
-		return lb.beat.Members, lb.beat.entries, sb.Members
-	}
-	return sb.Members, steadyEntries(self, sb), lb.beat.Members
+	return steadyEntries(self, sb)
 }
 
 // steadyEntries are sb's heartbeat to each of its members, routed from self
@@ -210,22 +205,15 @@ func steadyEntries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
 	return entries
 }
 
-// sameSteadyMembers reports whether a and b list the same members with the
-// same expected acknowledgements, their last replies aside.
-func sameSteadyMembers(a, b []election.SteadyMember) bool {
-	return slices.EqualFunc(a, b, func(x, y election.SteadyMember) bool { return x.PID == y.PID && x.Ack == y.Ack })
-}
-
 // publishBeat makes b the member's steady beat, with each member's last
-// reply on the shell's clock, and starts afresh what is done under it;
-// spare is the list the member builds its next beat in.
-func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration, spare []election.SteadyMember) {
+// reply on the shell's clock, and starts afresh what is done under it.
+func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if ib.lead == nil {
 		ib.lead = new(leaderBeat)
 	}
-	ib.lead.beat, ib.lead.spare, ib.beating = *b, spare, true
+	ib.lead.beat, ib.beating = *b, true
 	acks := resized(ib.lead.spareAcks, len(b.Members))
 	ib.lead.spareAcks = nil
 	ib.lead.ahead = beatenAhead{

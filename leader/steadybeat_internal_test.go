@@ -27,9 +27,8 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 	for i, n := range []gen.Atom{"a@h", "b@h"} {
 		pid := gen.PID{Node: n, ID: uint64(10 + i), Creation: 1}
 		members = append(members, election.SteadyMember{
-			PID:     pid,
-			Ack:     election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
-			LastAck: given,
+			PID: pid,
+			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
 		})
 		entries = append(entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: 7, FromCreation: 1, ToID: pid.ID, ToCreation: 1}, Message: hb})
 		lastAck = append(lastAck, sinceEpoch(given))
@@ -42,7 +41,7 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 			Window: 150 * time.Millisecond, Until: given.Add(time.Hour)},
 		entries: entries, since: sinceEpoch(given),
 		until: sinceEpoch(given.Add(time.Hour)), linger: time.Hour,
-	}, lastAck, nil)
+	}, lastAck)
 	return c, leader, ib, members
 }
 
@@ -142,7 +141,7 @@ func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
 	other := members[0].Ack
 	other.Term = 2
 	require.True(t, c.hold(leader, members[0].PID, given, &other))
-	ib.publishBeat(&beat, lastAck, nil)
+	ib.publishBeat(&beat, lastAck)
 	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 	assert.False(t, ok, "the tick wakes the leader, which steps what was held")
 }
@@ -214,67 +213,45 @@ func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T
 	}
 }
 
-// A leader republishes its beat after every wake-up. The beat's lists are
-// read by the coalescer and the heartbeat timer while the leader builds its
-// next beat in a spare list: an unchanged beat keeps the published lists,
-// and the spare is never a list the coalescer reads, or building the next
-// beat would change the published one under it.
-func TestARepublishedBeatKeepsItsListsAndIsBuiltApart(t *testing.T) {
+// A leader publishes its beat after every wake-up, and the outbox holds
+// its heartbeats' entries: a beat whose list of members the core handed
+// back is published with the entries it had, and another with new ones,
+// leaving those the outbox may hold as they were.
+func TestARepublishedBeatKeepsItsEntries(t *testing.T) {
 	self := gen.PID{Node: "p@h", ID: 7, Creation: 1}
 	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
-	member := func(n gen.Atom, id uint64, declines bool, last time.Time) election.SteadyMember {
+	member := func(n gen.Atom, id uint64) election.SteadyMember {
 		return election.SteadyMember{
-			PID:     gen.PID{Node: n, ID: id, Creation: 1},
-			Ack:     election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}, Declines: declines},
-			LastAck: last,
+			PID: gen.PID{Node: n, ID: id, Creation: 1},
+			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
 		}
 	}
 	var lb *leaderBeat
-	// publish builds a beat of members in the spare list, as Core.SteadyBeat
-	// does, and publishes it as Actor.publishBeat does.
-	publish := func(members ...election.SteadyMember) {
-		var spare []election.SteadyMember
-		if lb != nil {
-			spare = lb.spare
-		}
-		sb := election.SteadyBeat{Term: 3, Heartbeat: hb, Members: append(spare[:0], members...)}
-		m, e, next := lb.lists(self, sb)
+	publish := func(members []election.SteadyMember) {
+		sb := election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members}
+		e := lb.entries(self, sb)
 		if lb == nil {
 			lb = new(leaderBeat)
 		}
 		lb.beat = steadyBeat{SteadyBeat: sb, entries: e}
-		lb.beat.Members, lb.spare = m, next
 	}
-	apart := func(t *testing.T) {
-		t.Helper()
-		if len(lb.spare) > 0 {
-			assert.NotSame(t, &lb.spare[0], &lb.beat.Members[0], "the next beat is built in the published list")
-		}
-	}
-	t0 := gridEpoch.Add(time.Second)
+	held := []election.SteadyMember{member("a@h", 10), member("b@h", 11)}
+	publish(held)
+	first := lb.beat.entries
+	require.Len(t, first, 2)
+	assert.Equal(t, uint64(11), first[1].ToID)
 
-	publish(member("a@h", 10, false, t0), member("b@h", 11, false, t0))
-	first, entries := lb.beat.Members, lb.beat.entries
-	require.Len(t, entries, 2)
+	publish(held)
+	assert.Same(t, &first[0], &lb.beat.entries[0], "the list handed back keeps its entries")
 
-	t.Run("an unchanged beat keeps its lists, whatever its members' last replies", func(t *testing.T) {
-		publish(member("a@h", 10, false, t0.Add(time.Millisecond)), member("b@h", 11, false, t0.Add(2*time.Millisecond)))
-		assert.Same(t, &first[0], &lb.beat.Members[0])
-		assert.Same(t, &entries[0], &lb.beat.entries[0])
-		apart(t)
-	})
-	t.Run("a changed beat is published with its own lists, apart from the spare", func(t *testing.T) {
-		publish(member("a@h", 10, true, t0), member("b@h", 11, false, t0))
-		assert.True(t, lb.beat.Members[0].Ack.Declines)
-		assert.NotSame(t, &entries[0], &lb.beat.entries[0])
-		assert.Equal(t, lb.beat.Members[0].PID.ID, lb.beat.entries[0].ToID)
-		apart(t)
-		published, was := lb.beat.Members, slices.Clone(lb.beat.Members)
-		publish(member("c@h", 12, false, t0), member("d@h", 13, false, t0))
-		assert.Equal(t, gen.Atom("c@h"), lb.beat.Members[0].PID.Node)
-		apart(t)
-		assert.Equal(t, was, published, "building the new beat changed the one published before")
-	})
+	publish([]election.SteadyMember{member("a@h", 10), member("c@h", 12)})
+	assert.NotSame(t, &first[0], &lb.beat.entries[0], "a new list gets new entries")
+	assert.Equal(t, uint64(12), lb.beat.entries[1].ToID)
+	assert.Equal(t, uint64(11), first[1].ToID, "the entries replaced are left as they were")
+
+	second := lb.beat.entries
+	publish(slices.Clone(lb.beat.Members))
+	assert.NotSame(t, &second[0], &lb.beat.entries[0], "only the list held, handed back, keeps its entries")
 }
 
 // What was done under a beat is counted afresh under the next: a beat
@@ -289,11 +266,11 @@ func TestABeatPublishedInTakenListsCountsAfresh(t *testing.T) {
 	_, _, ahead := ib.take()
 	require.Equal(t, 1, ahead.Acks[0].Count)
 	ib.lead.keepSpares(&ahead)
-	ib.publishBeat(&beat, slices.Clone(ahead.lastAck), nil)
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck))
 	counting := ib.lead.ahead.Acks
 	assert.Same(t, &ahead.Acks[0], &counting[0], "the taken lists are used again")
 	assert.Equal(t, []election.TakenAcks{{}, {}}, counting, "nothing counted under the new beat")
 
-	ib.publishBeat(&beat, slices.Clone(ahead.lastAck), nil) // published again, nothing taken since
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck)) // published again, nothing taken since
 	assert.NotSame(t, &counting[0], &ib.lead.ahead.Acks[0], "the lists the coalescer counted in are not reused")
 }

@@ -3,9 +3,11 @@ package election
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -41,6 +43,33 @@ func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 		}
 		require.Equal(t, n-1, beats)
 	}
+}
+
+// A shell asks for the steady beat after every wake-up and holds the list
+// it published, which its coalescer reads: a beat that did not change hands
+// that list back instead of a new one, and a changed beat makes a new list,
+// never writing the one held.
+func TestSteadyBeatHandsBackTheListHeldWhenUnchanged(t *testing.T) {
+	nw, l := settledLeader(t, 3, 41, nil)
+	held, ok := l.core.SteadyBeat(nw.now, nil)
+	require.True(t, ok)
+	was := slices.Clone(held.Members)
+
+	again, ok := l.core.SteadyBeat(nw.now, held.Members)
+	require.True(t, ok)
+	assert.Same(t, &held.Members[0], &again.Members[0], "an unchanged beat hands back the list held")
+
+	shorter, ok := l.core.SteadyBeat(nw.now, held.Members[:1])
+	require.True(t, ok)
+	assert.Len(t, shorter.Members, 2, "a list of other members is not handed back")
+
+	c := l.core.Clone(nil)
+	c.peers.byPID(held.Members[1].PID).declines = true
+	changed, ok := c.SteadyBeat(nw.now, held.Members)
+	require.True(t, ok)
+	assert.NotSame(t, &held.Members[0], &changed.Members[0], "a changed beat makes a new list")
+	assert.True(t, changed.Members[1].Ack.Declines)
+	assert.Equal(t, was, held.Members, "the list held is never written")
 }
 
 // A leader with anything pending on its tick has no steady beat: a view
@@ -189,7 +218,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	stepped, caught := sn.core.Clone(nil), sn.core.Clone(nil)
 	last := make([]time.Time, len(sb.Members))
 	for i, m := range sb.Members {
-		last[i] = m.LastAck
+		last[i] = sn.core.LastReply(m.PID)
 	}
 	done := BeatenAhead{Acks: make([]TakenAcks, len(sb.Members))}
 	at := from
@@ -248,7 +277,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 		rt.Fatalf("%s: the steady beat did not stand after catching up: %+v (%v)", sn.name, again, ok)
 	}
 	for i, m := range again.Members {
-		if m.PID != sb.Members[i].PID || m.Ack != sb.Members[i].Ack || !m.LastAck.Equal(last[i]) {
+		if m.PID != sb.Members[i].PID || m.Ack != sb.Members[i].Ack || !caught.LastReply(m.PID).Equal(last[i]) {
 			rt.Fatalf("%s: member %d of the steady beat moved from %+v to %+v", sn.name, i, sb.Members[i], m)
 		}
 	}

@@ -108,9 +108,11 @@ type viewStore struct {
 	members []gen.ProcessID
 }
 
-// viewStoreSlots is how many views a store keeps: a formation's first view,
-// agreed, re-stamped and agreed again by its leader.
-const viewStoreSlots = 4
+// viewStoreSlots is how many views a store keeps: a formation's leader
+// installs the view it proposes, re-stamps it with its term and marks it
+// agreed; its followers take the proposal and then the agreed view. Three
+// views, in 248 bytes (a 256-byte allocation).
+const viewStoreSlots = 3
 
 // viewOf is a view of stamp and members, from the store while it has room
 // (members then copied to its room for them, when free and large enough).
