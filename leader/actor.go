@@ -56,7 +56,9 @@ type Actor struct {
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
-	// subscribers: see watch and unwatch.
+	// subscribers: see watch and unwatch. Made with room for the declared
+	// peers at Init: grown as the peers become known, in an election's
+	// burst, it would sit among the burst's garbage.
 	monitored pidSet
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
@@ -168,6 +170,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
+	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
