@@ -521,7 +521,7 @@ func (c *Core) noteReport(now time.Time, voter gen.Atom, m MessageVote) {
 			camp.newest = m.View
 		}
 	default:
-		camp.reported[voter] = slices.Clone(m.Declared)
+		camp.reported[voter] = m.Declared // never changed, as a view's members
 	}
 	for _, n := range c.electorate() {
 		if _, ok := slices.BinarySearch(before, n); !ok {

@@ -78,6 +78,7 @@ var stateFields = map[string]string{
 	"Core.heartbeatInLast":        "value; not keyed: inspection only",
 	"Core.heartbeatOutLast":       "value; not keyed: inspection only",
 	"Core.lastGranted":            "cloned; not keyed: inspection only",
+	"Core.declared":               "shared: never changed once made; not keyed: declaredSet's last answer, made again when it no longer stands",
 	"Core.stats":                  "dropped cloned; not keyed but lastDeniedAt, as declining at now",
 
 	"View.Stamp":        "value; keyed",
@@ -217,14 +218,15 @@ func TestCloneAndStateKeyListEveryField(t *testing.T) {
 }
 
 // immutable lists what a clone may share with its original because no one
-// changes it once made (see View): a *View, and the member lists a view or
-// a formation's report holds, named as struct.field ("[]" for a map's
-// values). Whatever such a shared thing holds is still walked, so a mutable
+// changes it once made (see View): a *View, and the member lists a view, a
+// formation's report or the last declared set holds, named as struct.field
+// ("[]" for a map's values). Whatever such a shared thing holds is still walked, so a mutable
 // field added to View is caught.
 var immutable = map[string]bool{
 	"*View":               true,
 	"View.Members":        true,
 	"campaign.reported[]": true,
+	"Core.declared":       true,
 }
 
 // sharedMemory walks a and b in parallel and lists the paths at which they
@@ -566,14 +568,15 @@ func (p *publishedViews) changed(t *testing.T) []string {
 // Views are shared, not copied, between a core, its Ready, its messages,
 // the cores that receive them and clones: that is safe only while no core
 // changes a view once made. Every view a member publishes (in a HardState,
-// a ViewChanged, a message, or View's members) keeps what it held when
-// published, while every member goes on re-stamping, agreeing on, growing
-// and shrinking its view.
+// a ViewChanged, a message, or View's members), and every declared set it
+// sends, keeps what it held when published, while every member goes on
+// forming, re-stamping, agreeing on, growing and shrinking its view.
 func TestPublishedViewsNeverChange(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 			nw := newNetwork(t, 5, seed, nil)
 			seen := &publishedViews{views: map[*View]string{}, members: map[*gen.ProcessID]string{}}
+			declared := 0
 			nw.onReady = func(sn *simNode, rd Ready) {
 				if rd.HardState != nil {
 					seen.note(t, rd.HardState.View)
@@ -590,6 +593,11 @@ func TestPublishedViewsNeverChange(t *testing.T) {
 						seen.note(t, m.View)
 					case MessageVote:
 						seen.note(t, m.View)
+						seen.noteMembers(t, m.Declared)
+						declared += len(m.Declared)
+					case MessageRequestVote:
+						seen.noteMembers(t, m.Declared)
+						declared += len(m.Declared)
 					}
 				}
 				if v, ok := sn.core.View(); ok {
@@ -624,6 +632,60 @@ func TestPublishedViewsNeverChange(t *testing.T) {
 				require.Empty(t, seen.changed(t))
 			}
 			require.Greater(t, len(seen.views), 10, "too few views were published to test anything")
+			require.NotZero(t, declared, "no declared set was sent")
 		})
+	}
+}
+
+// A member without a view sends its declared set with every request: one
+// list, shared by every message, while the set stands. A set that grows
+// (a peer made contact) or shrinks (Leave withdrew one) is a new list, and
+// every list sent keeps what it held.
+func TestDeclaredSetsSentNeverChange(t *testing.T) {
+	h := newHarness(t, 2, func(c *Config) { c.MinClusterSize = 3 })
+	type sent struct {
+		list []gen.ProcessID
+		was  []gen.ProcessID
+	}
+	var all []sent
+	round := func() [][]gen.ProcessID {
+		var lists [][]gen.ProcessID
+		for _, out := range h.take().Messages {
+			if m, ok := out.Message.(MessageRequestVote); ok && m.Declared != nil {
+				lists = append(lists, m.Declared)
+				all = append(all, sent{m.Declared, slices.Clone(m.Declared)})
+			}
+		}
+		require.NotEmpty(t, lists, "no request carried the declared set")
+		for _, l := range lists[1:] {
+			assert.Same(t, &lists[0][0], &l[0], "one list for every peer asked while the set stands")
+		}
+		return lists
+	}
+	nodes := func(l []gen.ProcessID) []gen.Atom {
+		var out []gen.Atom
+		for _, m := range l {
+			out = append(out, m.Node)
+		}
+		return out
+	}
+
+	h.campaign()
+	three := round()[0]
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(3)}, nodes(three))
+
+	h.step(4, MessageRequestVote{Header: hdr(4, h.c.Term(), ViewStamp{}), PreVote: true, Declared: []gen.ProcessID{procID(nodeName(4))}})
+	h.take()
+	h.campaign()
+	four := round()[0]
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(3), nodeName(4)}, nodes(four), "n4 made contact")
+
+	require.NoError(t, h.c.Leave(h.now, nodeName(3)))
+	h.take()
+	h.campaign()
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(4)}, nodes(round()[0]), "n3 was withdrawn")
+
+	for _, s := range all {
+		assert.Equal(t, s.was, s.list, "a declared set sent changed")
 	}
 }

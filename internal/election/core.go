@@ -107,6 +107,11 @@ type Core struct {
 	heartbeatOutLast instant
 	lastGranted      []gen.Atom
 	stats            counters
+	// declared is the declared set declaredSet last made, handed out again
+	// while it stands: a member without a view sends it to every peer it
+	// asks, and it seldom changes. Never changed once made (messages and
+	// clones share it).
+	declared []gen.ProcessID
 }
 
 // counters are the totals Status reports.
@@ -311,6 +316,9 @@ func (c *Core) agreed() bool { return c.view != nil && c.view.Stamp.Agreed && c.
 // member"), none withdrawn: what a formation would be made of. It is a
 // local belief only; a formation's safety rests on its grants.
 func (c *Core) declaredSet() []gen.ProcessID {
+	if c.declaredStands() {
+		return c.declared
+	}
 	out := make([]gen.ProcessID, 1, 1+len(c.peers.list))
 	out[0] = c.cfg.Self
 	for i, n := range c.peers.nodes() {
@@ -318,7 +326,26 @@ func (c *Core) declaredSet() []gen.ProcessID {
 			out = append(out, p.id)
 		}
 	}
+	c.declared = out
 	return out
+}
+
+// declaredStands reports whether c.declared is the declared set now.
+func (c *Core) declaredStands() bool {
+	d := c.declared
+	if len(d) == 0 || d[0] != c.cfg.Self {
+		return false
+	}
+	j := 1
+	for i, n := range c.peers.nodes() {
+		if p := c.peers.list[i]; c.declaredPeer(n, p) {
+			if j == len(d) || d[j] != p.id {
+				return false
+			}
+			j++
+		}
+	}
+	return j == len(d)
 }
 
 // declaredCount is len(declaredSet()), without making the set: members
