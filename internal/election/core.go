@@ -109,8 +109,8 @@ type Core struct {
 	stats            counters
 	// declared is the declared set declaredSet last made, handed out again
 	// while it stands: a member without a view sends it to every peer it
-	// asks, and it seldom changes. Never changed once made (messages and
-	// clones share it).
+	// asks, and it seldom changes; dropped once a view is installed. Never
+	// changed once made (messages and clones share it).
 	declared []gen.ProcessID
 }
 

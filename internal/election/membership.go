@@ -69,6 +69,7 @@ func (c *Core) install(v *View, reason string) {
 	v = c.kept(v)
 	old := c.view
 	c.view = v
+	c.declared = nil // only a member without a view sends it
 	c.hardDirty = true
 	c.stats.viewChanges++
 	c.effect(ViewChanged{From: old, To: v, Reason: reason})
