@@ -24,9 +24,10 @@ type Core struct {
 	// comparison use it.
 	view          *View
 	termChangedAt instant
-	// store holds the views this member keeps, made with the Core: see
-	// viewStore. Nil in a clone, which makes its views as it goes.
-	store *viewStore
+	// store holds the views and leadership this member keeps, made with
+	// the Core: see memberStore. Nil in a clone, which makes them as it
+	// goes.
+	store *memberStore
 
 	// role is the protocol role: follower, candidate or leader. What the user
 	// sees (Role) also depends on the view and on confirmation.
@@ -195,7 +196,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(),
-		store:    &viewStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
+		store:    &memberStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {

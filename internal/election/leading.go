@@ -59,7 +59,7 @@ func (c *Core) becomeLeader(now time.Time) {
 	stamp.Key.Term = c.term
 	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
-	c.lead = &leadership{since: now}
+	c.lead = c.newLeadership(now)
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue

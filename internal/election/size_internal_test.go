@@ -16,6 +16,6 @@ func TestCoreFitsItsAllocation(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(Core{}), uintptr(1024-8))
 	// Each member holds one peer per other member, in allocations of 224.
 	assert.LessOrEqual(t, unsafe.Sizeof(peer{}), uintptr(224))
-	// And one view store, in an allocation of 256.
-	assert.LessOrEqual(t, unsafe.Sizeof(viewStore{}), uintptr(256))
+	// And one store, in an allocation of 320.
+	assert.LessOrEqual(t, unsafe.Sizeof(memberStore{}), uintptr(320))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/quorum"
@@ -95,24 +96,28 @@ func newView(stamp ViewStamp, members []gen.ProcessID) *View {
 	return v
 }
 
-// viewStore holds the views a member keeps, made with its Core, before
-// its first election. A member's first views come in an election's burst,
-// among the burst's short-lived garbage of the same sizes: each view made
-// then, kept for the member's life, would keep a page of that garbage's
-// memory in use. A slot once taken is an immutable View like any other.
-type viewStore struct {
-	views [viewStoreSlots]View
+// memberStore holds what a member keeps from its first election on, made
+// with its Core, before that election: its views and its leadership. They
+// come in an election's burst, among the burst's short-lived garbage of the
+// same sizes: each made then, kept for the member's life, would keep a page
+// of that garbage's memory in use. A view slot once taken is an immutable
+// View like any other.
+type memberStore struct {
+	views [storeViews]View
 	used  uint8
 	// members is room for the first member list a kept view holds; nil
 	// once taken.
 	members []gen.ProcessID
+	// lead is the leadership of the member's latest term as leader
+	// (newLeadership).
+	lead leadership
 }
 
-// viewStoreSlots is how many views a store keeps: a formation's leader
+// storeViews is how many views a store keeps: a formation's leader
 // installs the view it proposes, re-stamps it with its term and marks it
 // agreed; its followers take the proposal and then the agreed view. Three
-// views, in 248 bytes (a 256-byte allocation).
-const viewStoreSlots = 3
+// views, in 248 bytes; with a leadership, 320 (an allocation of that size).
+const storeViews = 3
 
 // viewOf is a view of stamp and members, from the store while it has room
 // (members then copied to its room for them, when free and large enough).
@@ -130,6 +135,17 @@ func (c *Core) viewOf(stamp ViewStamp, members []gen.ProcessID) *View {
 	*v = View{Stamp: stamp, Members: members}
 	s.used++
 	return v
+}
+
+// newLeadership is the leadership of a term this member wins, from the store
+// when it has one: a member leads one term at a time, and Clone copies a
+// leadership into memory of its own.
+func (c *Core) newLeadership(now time.Time) *leadership {
+	if c.store == nil {
+		return &leadership{since: now}
+	}
+	c.store.lead = leadership{since: now}
+	return &c.store.lead
 }
 
 // kept is v as this member keeps it: from the store while it has room.
