@@ -41,8 +41,7 @@ type Actor struct {
 	// node: the heartbeat coalescer (coalescer.go). coalesce (among the
 	// flags below) is false when Options.DisableHeartbeatCoalescing is set;
 	// the share exists anyway.
-	share  *nodeShare
-	linger time.Duration
+	share *nodeShare
 	// inbox holds what the coalescer keeps for this member's next wake-up:
 	// acknowledgements while it leads, heartbeats it answered ahead while
 	// it follows (coalescer.go, rules 4 and 6); lastInput is the latest time
@@ -57,7 +56,9 @@ type Actor struct {
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
-	// subscribers: see watch and unwatch.
+	// subscribers: see watch and unwatch. Made with room for the declared
+	// peers at Init: grown as the peers become known, in an election's
+	// burst, it would sit among the burst's garbage.
 	monitored pidSet
 	// demonitored holds election PIDs demonitored lately, whose down may
 	// already be queued; such a down is swallowed, not handed to the user.
@@ -72,18 +73,19 @@ type Actor struct {
 	// nil when none is armed: one timer per leadership.
 	reconfirmCancel gen.CancelFunc
 	// unclusteredWarned is when the member last said at Warning that it is
-	// unclustered, zero while it is not: a reminder follows once a minute.
-	unclusteredWarned time.Time
-	// sameHost is the host's cell when Options.SameHost is set;
-	// sameHostCancel cancels its pending tick.
-	sameHost       *sameHost
-	sameHostCancel gen.CancelFunc
+	// unclustered, on the shell's clock (sinceEpoch), zero while it is
+	// not: a reminder follows once a minute.
+	unclusteredWarned time.Duration
+	// sameHost is the host's cell when Options.SameHost is set.
+	sameHost *sameHost
 	// reported is the role, term and leader last reported to OnTransition
 	// and subscribers; nil before the first report.
 	reported *transitionState
 
-	// The flags, together so that they share one word.
-	coalesce bool
+	// The flags, together so that they share one word: with the fields
+	// above, an Actor is 960 bytes, so that one embedded with Options and
+	// little more fits a 1,152-byte allocation (TestActorFitsItsAllocation).
+	//
 	// onTick is true while the member handles its own heartbeat tick, and
 	// onCoalesced while it steps heartbeats that arrived coalesced: what
 	// those produce is what the coalescer carries.
@@ -155,8 +157,8 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		return err
 	}
 	a.registered = true
-	a.coalesce = !options.DisableHeartbeatCoalescing
-	a.linger = lingerFor(cfg.HeartbeatInterval)
+	a.options.coalesce = !options.DisableHeartbeatCoalescing
+	a.options.linger = lingerFor(cfg.HeartbeatInterval)
 	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
 	a.timerOwner.coal = a.share.coal
 	a.timerOwner.pairs = a.timerOwner.grid.pairs
@@ -168,6 +170,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
+	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
 		if a.sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
@@ -176,8 +179,10 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		}
 		a.onSameHostTick(time.Now())
 	}
-	if st := core.Status(time.Now()); st.Role == election.RoleUnclustered {
-		a.Log().Info("leader: cluster %q: starting unclustered: %s", options.ClusterID, st.Below)
+	// Role, not Status, unless it is unclustered: Status copies the view
+	// and more, garbage each member would make as it starts.
+	if core.Role() == election.RoleUnclustered {
+		a.Log().Info("leader: cluster %q: starting unclustered: %s", options.ClusterID, core.Status(time.Now()).Below)
 	}
 	a.flush()
 	if err := a.takeFatal(); err != nil {
@@ -202,6 +207,12 @@ type actorOptions struct {
 	ConfirmInterval int
 	// minClusterSize is Options.MinClusterSize with its default applied.
 	minClusterSize int
+	// linger is the member's outbox linger (lingerFor its heartbeat
+	// interval).
+	linger time.Duration
+	// coalesce is false when Options.DisableHeartbeatCoalescing is set; the
+	// actor's share of its node exists anyway.
+	coalesce bool
 }
 
 // checkRegistered fails when the election's wire types are not registered on
@@ -243,10 +254,10 @@ func (a *Actor) ProcessTerminate(reason error) {
 	a.stopTimers()
 	a.stopReconfirm()
 	a.unregister()
-	if a.sameHostCancel != nil {
-		a.sameHostCancel()
-	}
 	if a.sameHost != nil {
+		if a.sameHost.cancel != nil {
+			a.sameHost.cancel()
+		}
 		if err := a.sameHost.release(); err != nil {
 			a.Log().Warning("leader: releasing the same-host cell: %v", err)
 		}

@@ -695,14 +695,20 @@ type inbox struct {
 	// election timer's callback reads heardUntil, the heartbeat timer's
 	// calls beatAhead) and a pairIn.mu (binding and unbinding), never the
 	// other way round.
-	mu   sync.Mutex
+	mu sync.Mutex
+	// closed: the member ended and its inbox was emptied for good; nothing
+	// is held in it any more (hold looks the inbox up before it locks it).
+	// It and the two flags after it sit beside mu, in what would be
+	// padding: every member holds an inbox.
+	closed bool
+	// answering: steady (below) is usable; beating: lead's beat is (each
+	// where its field is described).
+	answering, beating bool
+	// acks are the acknowledgements held for the member, in arrival order.
 	acks []heldAck
 	// beats are the arrival times, on the shell's clock, of the heartbeats
 	// answered ahead and held: each is steady.Heartbeat from steady.Leader.
 	beats []time.Duration
-	// closed: the member ended and its inbox was emptied for good; nothing
-	// is held in it any more (hold looks the inbox up before it locks it).
-	closed bool
 	// spareAcks and spareBeats are the slices the member stepped last,
 	// given back for reuse.
 	spareAcks  []heldAck
@@ -712,8 +718,7 @@ type inbox struct {
 	// message it handled and withdraws it before the next (Actor.handle),
 	// so it is never used while the member's state moves. Only the member
 	// writes it, so the member reads it without the lock.
-	answering bool
-	steady    steadyReply
+	steady steadyReply
 	// paired is the member's binding to a slot of its leader's pair beats
 	// (rule 8), nil when none: written under both this mu and the pair's,
 	// which comes first.
@@ -729,8 +734,7 @@ type inbox struct {
 	// lead holds the member's steady beat as leader, usable while beating
 	// is set (rule 7); nil until the member first leads steadily, so a
 	// member that never does keeps none.
-	beating bool
-	lead    *leaderBeat
+	lead *leaderBeat
 }
 
 // leaderBeat is a leader's steady beat, published and withdrawn as a
@@ -741,6 +745,11 @@ type inbox struct {
 type leaderBeat struct {
 	beat  steadyBeat
 	ahead beatenAhead
+	// spareAcks and spareLastAck are the lists of an ahead the member took
+	// and caught up on, for the next beat's (keepSpares). Only the member
+	// reads or writes them.
+	spareAcks    []election.TakenAcks
+	spareLastAck []time.Duration
 	// paired is the leader's pairing while the pair beats do its ticks
 	// (rule 8); written under mu.
 	paired *pairedLeader

@@ -36,16 +36,24 @@ func (m *quietMember) HandleBecomeFollower(gen.PID) error       { return nil }
 
 // heapLeaders records each member's latest reported leader and term, to
 // tell when every cluster has one a majority follows. The lock guards seen;
-// members report from their own goroutines.
+// members report from their own goroutines. It keeps the two fields it
+// reads, not the Transition: its View's members would be counted as the
+// member's heap.
 type heapLeaders struct {
 	mu   sync.Mutex
-	seen [][]leader.Transition // by cluster, then member
+	seen [][]heapBelief // by cluster, then member
+}
+
+// heapBelief is a member's latest reported leader and term.
+type heapBelief struct {
+	Leader gen.PID
+	Term   uint64
 }
 
 func (h *heapLeaders) record(k, i int) func(leader.Transition) {
 	return func(t leader.Transition) {
 		h.mu.Lock()
-		h.seen[k][i] = t
+		h.seen[k][i] = heapBelief{Leader: t.Leader, Term: t.Term}
 		h.mu.Unlock()
 	}
 }
@@ -130,9 +138,9 @@ func BenchmarkHeapPerMember(b *testing.B) {
 			}
 		}
 
-		h := &heapLeaders{seen: make([][]leader.Transition, clusters)}
+		h := &heapLeaders{seen: make([][]heapBelief, clusters)}
 		for k := range clusters {
-			h.seen[k] = make([]leader.Transition, size)
+			h.seen[k] = make([]heapBelief, size)
 			name := gen.Atom(fmt.Sprintf("c%d", k))
 			for i := range size {
 				o := leader.Options{ClusterID: fmt.Sprintf("heap-%d", k), OnTransition: h.record(k, i),

@@ -176,7 +176,7 @@ var actorKeys = []actorKey{
 	}},
 	{"ergo:subscribers", func(a *Actor) string { return strconv.Itoa(len(a.subscribers)) }},
 	{"ergo:heartbeat_coalescing", func(a *Actor) string {
-		if a.coalesce {
+		if a.options.coalesce {
 			return "on"
 		}
 		return "off"

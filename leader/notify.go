@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -74,8 +75,12 @@ func (a *Actor) reportTransition() {
 		return
 	}
 	leaderChanged := a.reported == nil || a.reported.term != cur.term || a.reported.leader != cur.leader
-	a.reported = &cur
+	if a.reported == nil {
+		a.reported = new(transitionState) // one for the actor's life, not one per report
+	}
+	*a.reported = cur
 	if a.options.OnTransition != nil {
+		view.Members = slices.Clone(view.Members) // the core's are shared: the user may change these
 		a.options.OnTransition(Transition{
 			At: time.Now(), ClusterID: a.options.ClusterID, Member: a.PID(), Role: Role(cur.role.String()), Term: cur.term,
 			Leader: cur.leader, ViewSize: a.core.ViewSize(), Quorum: a.core.Quorum(), MinClusterSize: a.options.minClusterSize,

@@ -162,8 +162,13 @@ func (src *pairIn) wakeUnbound(woken []*inbox) {
 type pairBinding struct {
 	src  *pairIn
 	slot uint32
-	ib   *inbox
-	to   deliveryTarget
+	// stepping says the member is stepping an input, its answer withdrawn
+	// (suspendPaired): nothing is answered for it until it resumes. Beside
+	// slot, in what would be padding: a binding of at most 416 bytes takes
+	// a 416-byte allocation, not a 448-byte one.
+	stepping bool
+	ib       *inbox
+	to       deliveryTarget
 	// from is the leader; hb its heartbeat, the sender node restored, and
 	// ack the acknowledgement the leader expects of it, which the member's
 	// answer gave when the slot was bound.
@@ -178,9 +183,6 @@ type pairBinding struct {
 	// heldFrom is when the answer the binding stands on was given: a beat
 	// is held as arriving no earlier, as coalescer.answer holds one.
 	heldFrom time.Duration
-	// stepping says the member is stepping an input, its answer withdrawn
-	// (suspendPaired): nothing is answered for it until it resumes.
-	stepping bool
 }
 
 // lastBeat is the arrival of the last beat b stands for, on the shell's

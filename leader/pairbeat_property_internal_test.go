@@ -493,8 +493,8 @@ func (h *pairHarness) publishBeat(l *phLeader) {
 	}
 	b := steadyBeat{SteadyBeat: election.SteadyBeat{Term: 3, Heartbeat: l.hb, Interval: phD, Window: l.window, Until: gridEpoch.Add(until)},
 		since: h.now, until: until, linger: time.Hour}
-	for i, m := range l.members {
-		b.Members = append(b.Members, election.SteadyMember{PID: m.pid, Ack: m.ack, LastAck: gridEpoch.Add(l.lastAck[i])})
+	for _, m := range l.members {
+		b.Members = append(b.Members, election.SteadyMember{PID: m.pid, Ack: m.ack})
 		b.entries = append(b.entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: l.pid.ID, FromCreation: 1, ToID: m.pid.ID, ToCreation: 1}, Message: hb})
 	}
 	l.a.inbox.publishBeat(&b, slices.Clone(l.lastAck))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/mmfcell"
 )
 
@@ -15,6 +16,8 @@ type sameHost struct {
 	pid    uint32
 	period time.Duration
 	holds  bool
+	// cancel cancels the pending tick; nil before the first.
+	cancel gen.CancelFunc
 }
 
 // sameHostTick is the self-sent timer that advances the host's epoch, claims
@@ -66,5 +69,5 @@ func (a *Actor) onSameHostTick(now time.Time) {
 		a.Log().Warning("leader: same-host cell timer: %v", err)
 		return
 	}
-	a.sameHostCancel = cancel
+	a.sameHost.cancel = cancel
 }

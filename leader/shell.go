@@ -59,18 +59,18 @@ func (a *Actor) flush() {
 // default log level rather than once, long ago.
 func (a *Actor) remindUnclustered() {
 	if a.reported == nil || a.reported.role != election.RoleUnclustered {
-		a.unclusteredWarned = time.Time{}
+		a.unclusteredWarned = 0
 		return
 	}
 	now := time.Now()
-	if a.unclusteredWarned.IsZero() {
-		a.unclusteredWarned = now // the start or the transition said it already
+	if a.unclusteredWarned == 0 {
+		a.unclusteredWarned = sinceEpoch(now) // the start or the transition said it already
 		return
 	}
-	if now.Sub(a.unclusteredWarned) < unclusteredReminder {
+	if sinceEpoch(now)-a.unclusteredWarned < unclusteredReminder {
 		return
 	}
-	a.unclusteredWarned = now
+	a.unclusteredWarned = sinceEpoch(now)
 	a.Log().Warning("leader: cluster %q: still unclustered: %s", a.options.ClusterID, a.core.Status(now).Below)
 }
 
@@ -152,11 +152,11 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 	case election.RoleChanged:
 		switch {
 		case e.To == election.RoleUnclustered:
-			a.unclusteredWarned = now
+			a.unclusteredWarned = sinceEpoch(now)
 			a.Log().Warning("leader: cluster %q: %s -> unclustered at term %d: %s; no leader exists here until that changes",
 				a.options.ClusterID, e.From, e.Term, e.Below)
 		case e.From == election.RoleUnclustered:
-			a.unclusteredWarned = time.Time{}
+			a.unclusteredWarned = 0
 			a.Log().Info("leader: cluster %q: unclustered -> %s at term %d: taking part in elections again", a.options.ClusterID, e.To, e.Term)
 		default:
 			a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
@@ -210,7 +210,7 @@ func (a *Actor) send(out election.Outbound) {
 // this member's tick without a view, or an acknowledgement of a heartbeat
 // that arrived coalesced, bound for another node; it reports whether it did.
 func (a *Actor) coalesced(out election.Outbound) bool {
-	if !a.coalesce || (!a.onTick && !a.onCoalesced) {
+	if !a.options.coalesce || (!a.onTick && !a.onCoalesced) {
 		return false
 	}
 	self := a.PID()
@@ -227,12 +227,12 @@ func (a *Actor) coalesced(out election.Outbound) bool {
 	case election.MessageHeartbeat:
 		if a.onTick && m.View == nil && m.From.Node == self.Node {
 			m.From.Node = ""
-			return a.share.coal.enqueue(dest, &CoalescedHeartbeat{CoalescedRoute: r, Message: m}, nil, a.linger)
+			return a.share.coal.enqueue(dest, &CoalescedHeartbeat{CoalescedRoute: r, Message: m}, nil, a.options.linger)
 		}
 	case election.MessageHeartbeatAck:
 		if a.onCoalesced && m.From.Node == self.Node {
 			m.From.Node = ""
-			return a.share.coal.enqueue(dest, nil, &CoalescedAck{CoalescedRoute: r, Message: m}, a.linger)
+			return a.share.coal.enqueue(dest, nil, &CoalescedAck{CoalescedRoute: r, Message: m}, a.options.linger)
 		}
 	}
 	return false
@@ -268,6 +268,7 @@ func (a *Actor) stepHeld() error {
 		a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: ahead.skipped, from: a.inbox.steady.Leader})
 	}
 	a.catchUp(&ahead)
+	a.inbox.lead.keepSpares(&ahead)
 	if len(acks)+len(beats) == 0 {
 		return a.takeFatal()
 	}
@@ -322,7 +323,7 @@ func (a *Actor) stepHeld() error {
 // A pair binding suspended for the message just handled stands again when
 // the answer is the one it was bound with, and ends otherwise (rule 8).
 func (a *Actor) publishSteady() {
-	if !a.coalesce || a.fatal != nil {
+	if !a.options.coalesce || a.fatal != nil {
 		a.resumeSteady(nil)
 		return
 	}
@@ -341,7 +342,7 @@ func (a *Actor) publishSteady() {
 	r := &steadyReply{
 		SteadyAnswer: sa,
 		route:        CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: sa.Leader.ID, ToCreation: sa.Leader.Creation},
-		linger:       a.linger,
+		linger:       a.options.linger,
 		since:        sinceEpoch(now),
 	}
 	if !a.resumeSteady(r) {

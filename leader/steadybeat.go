@@ -144,33 +144,65 @@ func (a *Actor) publishBeat(now time.Time) {
 	if !a.timers[election.TimerHeartbeat].pending || !a.share.coal.running() {
 		return
 	}
-	sb, ok := a.core.SteadyBeat(now)
+	// Only this member writes its lead's beat and spares: read without mu.
+	prev := a.inbox.lead
+	var held []election.SteadyMember
+	if prev != nil {
+		held = prev.beat.Members
+	}
+	sb, ok := a.core.SteadyBeat(now, held)
 	if !ok {
 		return
 	}
 	self := a.PID()
-	b := steadyBeat{
-		SteadyBeat: sb,
-		entries:    make([]CoalescedHeartbeat, len(sb.Members)),
-		since:      sinceEpoch(now),
-		until:      sinceEpoch(sb.Until),
-		linger:     a.linger,
+	var lastAck []time.Duration
+	if prev != nil {
+		lastAck, prev.spareLastAck = prev.spareLastAck, nil
 	}
-	hb := sb.Heartbeat
-	hb.From.Node = "" // the frame says where the sender is
-	lastAck := make([]time.Duration, len(sb.Members))
+	lastAck = resized(lastAck, len(sb.Members))
 	for i, m := range sb.Members {
 		if m.PID.Node == self.Node {
 			return // members of one node are sent to directly
 		}
-		b.entries[i] = CoalescedHeartbeat{
+		lastAck[i] = sinceEpoch(a.core.LastReply(m.PID))
+	}
+	b := steadyBeat{
+		SteadyBeat: sb,
+		since:      sinceEpoch(now),
+		until:      sinceEpoch(sb.Until),
+		linger:     a.options.linger,
+	}
+	b.entries = prev.entries(self, sb)
+	a.inbox.publishBeat(&b, lastAck)
+	a.beating = true
+}
+
+// entries returns the heartbeats to publish sb with, a beat of the member
+// self: lb's (nil before the first beat) when sb is lb's beat again, its
+// list of members handed back by the core, as mostly when a leader
+// publishes after a wake-up; new ones otherwise. The outbox may still hold
+// entries of a beat replaced: they are never written.
+func (lb *leaderBeat) entries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
+	if lb != nil && len(sb.Members) > 0 && len(lb.beat.Members) == len(sb.Members) &&
+		&lb.beat.Members[0] == &sb.Members[0] && lb.beat.Heartbeat == sb.Heartbeat {
+		return lb.beat.entries
+	}
+	return steadyEntries(self, sb)
+}
+
+// steadyEntries are sb's heartbeat to each of its members, routed from self
+// and with the sender's node left out, as the outbox wants them.
+func steadyEntries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
+	hb := sb.Heartbeat
+	hb.From.Node = "" // the frame says where the sender is
+	entries := make([]CoalescedHeartbeat, len(sb.Members))
+	for i, m := range sb.Members {
+		entries[i] = CoalescedHeartbeat{
 			CoalescedRoute: CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
 			Message:        hb,
 		}
-		lastAck[i] = sinceEpoch(m.LastAck)
 	}
-	a.inbox.publishBeat(&b, lastAck)
-	a.beating = true
+	return entries
 }
 
 // publishBeat makes b the member's steady beat, with each member's last
@@ -182,13 +214,35 @@ func (ib *inbox) publishBeat(b *steadyBeat, lastAck []time.Duration) {
 		ib.lead = new(leaderBeat)
 	}
 	ib.lead.beat, ib.beating = *b, true
+	acks := resized(ib.lead.spareAcks, len(b.Members))
+	ib.lead.spareAcks = nil
 	ib.lead.ahead = beatenAhead{
-		BeatenAhead: election.BeatenAhead{Acks: make([]election.TakenAcks, len(b.Members))},
+		BeatenAhead: election.BeatenAhead{Acks: acks},
 		lastAck:     lastAck,
 		// Acknowledgements held since the member took its inbox came
 		// before anything done under the beat: none is done.
 		broken: len(ib.acks) > 0,
 	}
+}
+
+// keepSpares keeps the lists of ahead, taken from the inbox and caught up
+// on, for the next beat: a leader publishes one after every wake-up, and
+// the lists of the last would otherwise be made in an election's burst
+// and kept. Nil-safe: a member that never led has no lead.
+func (lb *leaderBeat) keepSpares(ahead *beatenAhead) {
+	if lb != nil && ahead.Acks != nil {
+		lb.spareAcks, lb.spareLastAck = ahead.Acks, ahead.lastAck
+	}
+}
+
+// resized is s with n zero elements, in s's array when it has room.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // withdrawBeat stops the timer and the coalescer from acting for the

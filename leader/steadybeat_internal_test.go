@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,9 +27,8 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 	for i, n := range []gen.Atom{"a@h", "b@h"} {
 		pid := gen.PID{Node: n, ID: uint64(10 + i), Creation: 1}
 		members = append(members, election.SteadyMember{
-			PID:     pid,
-			Ack:     election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
-			LastAck: given,
+			PID: pid,
+			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
 		})
 		entries = append(entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: 7, FromCreation: 1, ToID: pid.ID, ToCreation: 1}, Message: hb})
 		lastAck = append(lastAck, sinceEpoch(given))
@@ -211,4 +211,66 @@ func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T
 	case <-time.After(settleCoalescer):
 		t.Fatal("the leader never handed over as its node stopped")
 	}
+}
+
+// A leader publishes its beat after every wake-up, and the outbox holds
+// its heartbeats' entries: a beat whose list of members the core handed
+// back is published with the entries it had, and another with new ones,
+// leaving those the outbox may hold as they were.
+func TestARepublishedBeatKeepsItsEntries(t *testing.T) {
+	self := gen.PID{Node: "p@h", ID: 7, Creation: 1}
+	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
+	member := func(n gen.Atom, id uint64) election.SteadyMember {
+		return election.SteadyMember{
+			PID: gen.PID{Node: n, ID: id, Creation: 1},
+			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
+		}
+	}
+	var lb *leaderBeat
+	publish := func(members []election.SteadyMember) {
+		sb := election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members}
+		e := lb.entries(self, sb)
+		if lb == nil {
+			lb = new(leaderBeat)
+		}
+		lb.beat = steadyBeat{SteadyBeat: sb, entries: e}
+	}
+	held := []election.SteadyMember{member("a@h", 10), member("b@h", 11)}
+	publish(held)
+	first := lb.beat.entries
+	require.Len(t, first, 2)
+	assert.Equal(t, uint64(11), first[1].ToID)
+
+	publish(held)
+	assert.Same(t, &first[0], &lb.beat.entries[0], "the list handed back keeps its entries")
+
+	publish([]election.SteadyMember{member("a@h", 10), member("c@h", 12)})
+	assert.NotSame(t, &first[0], &lb.beat.entries[0], "a new list gets new entries")
+	assert.Equal(t, uint64(12), lb.beat.entries[1].ToID)
+	assert.Equal(t, uint64(11), first[1].ToID, "the entries replaced are left as they were")
+
+	second := lb.beat.entries
+	publish(slices.Clone(lb.beat.Members))
+	assert.NotSame(t, &second[0], &lb.beat.entries[0], "only the list held, handed back, keeps its entries")
+}
+
+// What was done under a beat is counted afresh under the next: a beat
+// published in the lists of an ahead the leader took and caught up on
+// starts with no tick or acknowledgement counted, and never in the lists of
+// the ahead the coalescer still counts in.
+func TestABeatPublishedInTakenListsCountsAfresh(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	require.True(t, c.hold(leader, members[0].PID, given.Add(10*time.Millisecond), &members[0].Ack), "an acknowledgement taken under the beat")
+	beat := ib.lead.beat
+	_, _, ahead := ib.take()
+	require.Equal(t, 1, ahead.Acks[0].Count)
+	ib.lead.keepSpares(&ahead)
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck))
+	counting := ib.lead.ahead.Acks
+	assert.Same(t, &ahead.Acks[0], &counting[0], "the taken lists are used again")
+	assert.Equal(t, []election.TakenAcks{{}, {}}, counting, "nothing counted under the new beat")
+
+	ib.publishBeat(&beat, slices.Clone(ahead.lastAck)) // published again, nothing taken since
+	assert.NotSame(t, &counting[0], &ib.lead.ahead.Acks[0], "the lists the coalescer counted in are not reused")
 }

@@ -61,10 +61,12 @@ type relations struct {
 	// alone (pidTarget), most of them, under a key half the size of a
 	// target; targets holds those of every other target, calls the pending
 	// Calls on any: a Call's watcher carries its Ref.
-	byPID    map[gen.PID]*smallSet[plainWatcher]
-	targets  map[target]*smallSet[plainWatcher]
-	calls    map[target]*smallSet[watcher]
-	watching map[gen.PID]*smallSet[watchEntry] // local watchers only: what each one watches
+	// The sets are kept by value (see smallSet): a set of one costs its
+	// map entry only.
+	byPID    map[gen.PID]smallSet[plainWatcher]
+	targets  map[target]smallSet[plainWatcher]
+	calls    map[target]smallSet[watcher]
+	watching map[gen.PID]smallSet[watchEntry] // local watchers only: what each one watches
 }
 
 // add records w watching t.
@@ -92,38 +94,25 @@ func (r *relations) addLocked(t target, w watcher) {
 		// A pending Call removes its own record when it returns, so it
 		// needs no entry in watching for cleanup when its caller terminates.
 		if r.calls == nil {
-			r.calls = make(map[target]*smallSet[watcher])
+			r.calls = make(map[target]smallSet[watcher])
 		}
 		set := r.calls[t]
-		if set == nil {
-			set = &smallSet[watcher]{}
-			r.calls[t] = set
-		}
 		set.add(w)
+		r.calls[t] = set
 		return
 	}
 	if r.watching == nil {
-		r.byPID = make(map[gen.PID]*smallSet[plainWatcher])
-		r.targets = make(map[target]*smallSet[plainWatcher])
-		r.watching = make(map[gen.PID]*smallSet[watchEntry])
+		r.byPID = make(map[gen.PID]smallSet[plainWatcher])
+		r.targets = make(map[target]smallSet[plainWatcher])
+		r.watching = make(map[gen.PID]smallSet[watchEntry])
 	}
 	set := r.plain(t)
-	if set == nil {
-		set = &smallSet[plainWatcher]{}
-		if byPID(t) {
-			r.byPID[t.pid] = set
-		} else {
-			r.targets[t] = set
-		}
-	}
 	set.add(plainWatcher{w.pid, w.kind})
+	r.setPlain(t, set)
 	if w.pid.Node == r.node.name {
 		mine := r.watching[w.pid]
-		if mine == nil {
-			mine = &smallSet[watchEntry]{}
-			r.watching[w.pid] = mine
-		}
 		mine.add(watchEntry{t, w.kind})
+		r.watching[w.pid] = mine
 	}
 }
 
@@ -131,12 +120,27 @@ func (r *relations) addLocked(t target, w watcher) {
 // t names a process by its PID alone.
 func byPID(t target) bool { return t.isPID() && t == pidTarget(t.pid) }
 
-// plain returns the monitors and links of t, nil when it has none.
-func (r *relations) plain(t target) *smallSet[plainWatcher] {
+// plain returns the monitors and links of t, empty when it has none.
+func (r *relations) plain(t target) smallSet[plainWatcher] {
 	if byPID(t) {
 		return r.byPID[t.pid]
 	}
 	return r.targets[t]
+}
+
+// setPlain stores set as the monitors and links of t, or forgets t when
+// set is empty.
+func (r *relations) setPlain(t target, set smallSet[plainWatcher]) {
+	switch {
+	case byPID(t) && set.len() == 0:
+		delete(r.byPID, t.pid)
+	case byPID(t):
+		r.byPID[t.pid] = set
+	case set.len() == 0:
+		delete(r.targets, t)
+	default:
+		r.targets[t] = set
+	}
 }
 
 // remove deletes one record and reports whether it existed.
@@ -149,29 +153,26 @@ func (r *relations) remove(t target, w watcher) bool {
 func (r *relations) removeLocked(t target, w watcher) bool {
 	if w.kind == relCall {
 		set := r.calls[t]
-		if set == nil || !set.remove(w) {
+		if !set.remove(w) {
 			return false
 		}
 		if set.len() == 0 {
 			delete(r.calls, t)
+		} else {
+			r.calls[t] = set
 		}
 		return true
 	}
 	set := r.plain(t)
-	if set == nil || !set.remove(plainWatcher{w.pid, w.kind}) {
+	if !set.remove(plainWatcher{w.pid, w.kind}) {
 		return false
 	}
-	if set.len() == 0 {
-		if byPID(t) {
-			delete(r.byPID, t.pid)
-		} else {
-			delete(r.targets, t)
-		}
-	}
-	if mine := r.watching[w.pid]; mine != nil {
-		mine.remove(watchEntry{t, w.kind})
+	r.setPlain(t, set)
+	if mine, ok := r.watching[w.pid]; ok && mine.remove(watchEntry{t, w.kind}) {
 		if mine.len() == 0 {
 			delete(r.watching, w.pid)
+		} else {
+			r.watching[w.pid] = mine
 		}
 	}
 	return true
@@ -181,12 +182,12 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 // Called with r.mu held.
 func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
 	start := len(out)
-	if set := r.plain(t); set != nil {
+	if set := r.plain(t); set.len() > 0 {
 		for _, w := range set.appendTo(nil) {
 			out = append(out, relEntry{t, w.watcher()})
 		}
 	}
-	if set := r.calls[t]; set != nil {
+	if set, ok := r.calls[t]; ok {
 		for _, w := range set.appendTo(nil) {
 			out = append(out, relEntry{t, w})
 		}
@@ -218,7 +219,7 @@ func (r *relations) forget(p *process) {
 	r.mu.Lock()
 	var remote []relEntry
 	var mine []watchEntry
-	if set := r.watching[p.pid]; set != nil {
+	if set, ok := r.watching[p.pid]; ok {
 		mine = set.appendTo(nil) // removeLocked edits the set
 	}
 	for _, e := range mine {

@@ -268,13 +268,14 @@ func (c *Core) FencingToken() uint64 {
 	return c.term
 }
 
-// View is a copy of the latest view this member accepted; ok is false before
-// any.
+// View is the latest view this member accepted; ok is false before any. Its
+// Members are the core's own, never changed by it: read them, and copy them
+// before changing them.
 func (c *Core) View() (v View, ok bool) {
 	if c.view == nil {
 		return View{}, false
 	}
-	return *c.view.clone(), true
+	return *c.view, true
 }
 
 // viewPeers lists the peers that make up the view: its members, or the
@@ -367,7 +368,7 @@ func (c *Core) VotesGranted() int { return len(c.lastGranted) }
 
 // HardState is the term, vote and view as they stand.
 func (c *Core) HardState() HardState {
-	return HardState{Term: c.term, VotedFor: c.votedFor, View: c.view.clone()}
+	return HardState{Term: c.term, VotedFor: c.votedFor, View: c.view}
 }
 
 // Status snapshots everything inspection shows.
@@ -381,7 +382,7 @@ func (c *Core) Status(now time.Time) Status {
 		Leader:                c.Leader(),
 		LeaderNode:            c.Leader().Node,
 		ClusterID:             c.cfg.ClusterID,
-		View:                  c.view.clone(),
+		View:                  c.view.detached(),
 		Committed:             c.committed,
 		Below:                 c.below(),
 		Joining:               c.out().stamp.Lineage,
@@ -404,7 +405,7 @@ func (c *Core) Status(now time.Time) Status {
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,
 		Dropped:               droppedCopy(c.stats.dropped),
 		ConfirmDenied:         c.stats.confirmDenied,
-		LastDeniedAt:          c.stats.lastDeniedAt,
+		LastDeniedAt:          c.clock.time(c.stats.lastDeniedAt),
 		LastDenyError:         c.lastDenied,
 		LastBecomeLeaderError: c.leaderErr,
 		StorageError:          c.storageErr,

@@ -130,7 +130,7 @@ func (c *Core) open(now time.Time, term uint64, preVote, transfer bool) {
 	}
 	if camp.formation {
 		camp.reported = map[gen.Atom][]gen.ProcessID{c.cfg.Self.Node: c.ownSet()}
-		camp.newest = c.view.clone()
+		camp.newest = c.view
 		camp.holders = map[gen.Atom]bool{}
 	}
 	c.camp = camp
@@ -302,10 +302,11 @@ func (c *Core) proposal() *View {
 // it proposes.
 func (c *Core) win(now time.Time) {
 	if c.camp.formation {
-		p := c.proposal().clone()
-		p.Stamp.Agreed = false
-		if c.view == nil || p.Stamp != c.view.Stamp || !p.sameMembers(c.view) {
-			c.install(p, "proposed by a formation this member won")
+		p := c.proposal()
+		stamp := p.Stamp
+		stamp.Agreed = false
+		if c.view == nil || stamp != c.view.Stamp || !p.sameMembers(c.view) {
+			c.install(c.viewOf(stamp, p.Members), "proposed by a formation this member won")
 		}
 	}
 	c.becomeLeader(now)
@@ -408,7 +409,7 @@ func (c *Core) voteMsg(to gen.Atom, granted, preVote bool, term uint64, cand Vie
 	switch {
 	case c.view != nil && (formation || cand.Lineage != c.view.Stamp.Lineage || cand.Key.Compare(c.view.Stamp.Key) < 0 ||
 		c.view.Stamp.Agreed != cand.Agreed):
-		v.View = c.view.clone()
+		v.View = c.view
 	case c.view == nil && formation && granted:
 		v.Declared = c.declaredSet()
 	}
@@ -503,9 +504,9 @@ func (c *Core) learnChosen() {
 	if len(accepted) < c.cfg.MinClusterSize || !v.majorityOf(accepted) {
 		return
 	}
-	learnt := v.clone()
-	learnt.Stamp.Agreed = true
-	c.install(learnt, fmt.Sprintf("chosen: %d members accepted it at %s", len(accepted), v.Stamp.Key))
+	stamp := v.Stamp
+	stamp.Agreed = true
+	c.install(c.viewOf(stamp, v.Members), fmt.Sprintf("chosen: %d members accepted it at %s", len(accepted), v.Stamp.Key))
 }
 
 // noteReport records what a formation grant reported and asks any member it
@@ -515,12 +516,12 @@ func (c *Core) noteReport(now time.Time, voter gen.Atom, m MessageVote) {
 	before := c.electorate()
 	switch {
 	case m.View != nil:
-		camp.reported[voter] = slices.Clone(m.View.Members)
+		camp.reported[voter] = m.View.Members
 		if camp.newest == nil || m.View.Stamp.Key.Compare(camp.newest.Stamp.Key) > 0 {
-			camp.newest = m.View.clone()
+			camp.newest = m.View
 		}
 	default:
-		camp.reported[voter] = slices.Clone(m.Declared)
+		camp.reported[voter] = m.Declared // never changed, as a view's members
 	}
 	for _, n := range c.electorate() {
 		if _, ok := slices.BinarySearch(before, n); !ok {

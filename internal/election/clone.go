@@ -31,7 +31,8 @@ func (c *Core) Clone(r *rand.Rand) *Core {
 		n.cfg.Rand = r
 	}
 	n.cfg.Bootstrap = slices.Clone(c.cfg.Bootstrap)
-	n.view = c.view.clone()
+	n.view = c.view // immutable: see View
+	n.store = nil   // its taken slots are immutable views; the clone makes its own
 	if c.outside != nil {
 		o := *c.outside
 		n.outside = &o
@@ -96,11 +97,8 @@ func (camp *campaign) clone() *campaign {
 	}
 	n := *camp
 	n.answers = maps.Clone(camp.answers)
-	n.reported = make(map[gen.Atom][]gen.ProcessID, len(camp.reported))
-	for node, set := range camp.reported {
-		n.reported[node] = slices.Clone(set)
-	}
-	n.newest = camp.newest.clone()
+	n.reported = maps.Clone(camp.reported) // the sets are never changed: reported views' members, or declared sets
+	// newest is immutable: see View
 	n.holders = maps.Clone(camp.holders)
 	return &n
 }
@@ -122,8 +120,7 @@ func (r Ready) clone() Ready {
 		Effects:  slices.Clone(r.Effects),
 	}
 	if r.HardState != nil {
-		hs := *r.HardState
-		hs.View = hs.View.clone()
+		hs := *r.HardState // its View is immutable: see View
 		n.HardState = &hs
 	}
 	return n

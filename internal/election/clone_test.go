@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,8 @@ var stateFields = map[string]string{
 	"Core.clock":                  "value; see clock.origin",
 	"Core.term":                   "value; keyed",
 	"Core.votedFor":               "value; keyed",
-	"Core.view":                   "deep copy; keyed",
+	"Core.view":                   "shared: a View is immutable; keyed",
+	"Core.store":                  "not copied: nil in the clone, its taken slots being immutable views; not keyed: memory only",
 	"Core.termChangedAt":          "value; not keyed: inspection only",
 	"Core.hardDirty":              "value; keyed",
 	"Core.role":                   "value; keyed",
@@ -76,17 +78,22 @@ var stateFields = map[string]string{
 	"Core.heartbeatInLast":        "value; not keyed: inspection only",
 	"Core.heartbeatOutLast":       "value; not keyed: inspection only",
 	"Core.lastGranted":            "cloned; not keyed: inspection only",
+	"Core.declared":               "shared: never changed once made; not keyed: declaredSet's last answer, made again when it no longer stands",
 	"Core.stats":                  "dropped cloned; not keyed but lastDeniedAt, as declining at now",
 
-	"View.Stamp":        "value; keyed",
-	"View.Members":      "cloned; keyed",
-	"ViewStamp.Lineage": "value; keyed",
-	"ViewStamp.Key":     "value; keyed",
-	"ViewStamp.Agreed":  "value; keyed",
-	"Lineage.Term":      "value; keyed",
-	"Lineage.Node":      "value; keyed",
-	"ViewKey.Term":      "value; keyed",
-	"ViewKey.Epoch":     "value; keyed",
+	"View.Stamp":          "value; keyed",
+	"View.Members":        "shared: immutable; keyed",
+	"memberStore.views":   "not copied (see Core.store)",
+	"memberStore.used":    "not copied (see Core.store)",
+	"memberStore.members": "not copied (see Core.store)",
+	"memberStore.lead":    "not copied (see Core.store); Core.lead, when it points here, is copied",
+	"ViewStamp.Lineage":   "value; keyed",
+	"ViewStamp.Key":       "value; keyed",
+	"ViewStamp.Agreed":    "value; keyed",
+	"Lineage.Term":        "value; keyed",
+	"Lineage.Node":        "value; keyed",
+	"ViewKey.Term":        "value; keyed",
+	"ViewKey.Epoch":       "value; keyed",
 
 	"peerTable.list":   "deep copy; keyed peer by peer",
 	"peerTable.sorted": "cloned; keyed as the peers' order",
@@ -123,8 +130,8 @@ var stateFields = map[string]string{
 	"campaign.transfer":  "value; keyed",
 	"campaign.formation": "value; keyed",
 	"campaign.answers":   "cloned; keyed",
-	"campaign.reported":  "deep copy; keyed",
-	"campaign.newest":    "deep copy; keyed",
+	"campaign.reported":  "cloned, its sets shared: never changed once reported; keyed",
+	"campaign.newest":    "shared: a View is immutable; keyed",
 	"campaign.holders":   "cloned; keyed",
 
 	"leadership.since":           "value; not keyed: never read",
@@ -211,48 +218,65 @@ func TestCloneAndStateKeyListEveryField(t *testing.T) {
 	}
 }
 
+// immutable lists what a clone may share with its original because no one
+// changes it once made (see View): a *View, and the member lists a view, a
+// formation's report or the last declared set holds, named as struct.field
+// ("[]" for a map's values). Whatever such a shared thing holds is still walked, so a mutable
+// field added to View is caught.
+var immutable = map[string]bool{
+	"*View":               true,
+	"View.Members":        true,
+	"campaign.reported[]": true,
+	"Core.declared":       true,
+}
+
 // sharedMemory walks a and b in parallel and lists the paths at which they
-// share a pointer, map or slice. Times (their Location is immutable),
-// interfaces (errors, effects and message values, immutable once boxed),
-// functions and the random source (checked separately) are not followed.
-func sharedMemory(path string, a, b reflect.Value) []string {
+// share a pointer, map or slice that immutable does not allow; owner names
+// the struct field (or map's values) a and b were read from. Times (their
+// Location is immutable), interfaces (errors, effects and message values,
+// immutable once boxed), functions and the random source (checked
+// separately) are not followed.
+func sharedMemory(path, owner string, a, b reflect.Value) []string {
 	switch a.Type() {
 	case reflect.TypeFor[time.Time](), reflect.TypeFor[*rand.Rand]():
 		return nil
 	}
+	allowed := immutable[owner] || (a.Kind() == reflect.Pointer && a.Type().Elem().PkgPath() == reflect.TypeFor[Core]().PkgPath() &&
+		immutable["*"+a.Type().Elem().Name()])
 	var out []string
 	switch a.Kind() {
 	case reflect.Pointer:
 		if a.IsNil() || b.IsNil() {
 			return nil
 		}
-		if a.Pointer() == b.Pointer() {
+		if a.Pointer() == b.Pointer() && !allowed {
 			out = append(out, path)
 		}
-		out = append(out, sharedMemory(path, a.Elem(), b.Elem())...)
+		out = append(out, sharedMemory(path, "", a.Elem(), b.Elem())...)
 	case reflect.Map:
-		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+		if a.Len() > 0 && a.Pointer() == b.Pointer() && !allowed {
 			out = append(out, path)
 		}
 		for _, k := range a.MapKeys() {
 			if bv := b.MapIndex(k); bv.IsValid() {
-				out = append(out, sharedMemory(fmt.Sprintf("%s[%v]", path, k), a.MapIndex(k), bv)...)
+				out = append(out, sharedMemory(fmt.Sprintf("%s[%v]", path, k), owner+"[]", a.MapIndex(k), bv)...)
 			}
 		}
 	case reflect.Slice:
-		if a.Cap() > 0 && a.Pointer() == b.Pointer() {
+		if a.Cap() > 0 && a.Pointer() == b.Pointer() && !allowed {
 			out = append(out, path)
 		}
 		for i := range min(a.Len(), b.Len()) {
-			out = append(out, sharedMemory(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i))...)
+			out = append(out, sharedMemory(fmt.Sprintf("%s[%d]", path, i), "", a.Index(i), b.Index(i))...)
 		}
 	case reflect.Array:
 		for i := range a.Len() {
-			out = append(out, sharedMemory(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i))...)
+			out = append(out, sharedMemory(fmt.Sprintf("%s[%d]", path, i), "", a.Index(i), b.Index(i))...)
 		}
 	case reflect.Struct:
 		for i := range a.NumField() {
-			out = append(out, sharedMemory(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))...)
+			name := a.Type().Field(i).Name
+			out = append(out, sharedMemory(path+"."+name, a.Type().Name()+"."+name, a.Field(i), b.Field(i))...)
 		}
 	}
 	return out
@@ -311,7 +335,7 @@ func TestCloneSharesNoMemoryWithTheOriginal(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			clone := h.c.Clone(r)
 			t.Run("no pointer, map or slice of the clone is the original's", func(t *testing.T) {
-				assert.Empty(t, sharedMemory("Core", reflect.ValueOf(h.c), reflect.ValueOf(clone)))
+				assert.Empty(t, sharedMemory("Core", "", reflect.ValueOf(h.c), reflect.ValueOf(clone)))
 			})
 			t.Run("the clone draws from the source it was given", func(t *testing.T) {
 				assert.Same(t, r, clone.cfg.Rand)
@@ -409,8 +433,9 @@ func describe(t *testing.T, v any) string {
 
 // churn drives nw with random deliveries, losses, timers, cuts, downs,
 // restarts, joins and leaves drawn from seed, and reports each member's
-// state after every step.
-func churn(t *testing.T, nw *network, srcs map[gen.Atom]*rand.PCG, seed uint64, steps int) []string {
+// state after every step. observe, when set, sees the network after every
+// step, before its effects and messages are cleared.
+func churn(t *testing.T, nw *network, srcs map[gen.Atom]*rand.PCG, seed uint64, steps int, observe func()) []string {
 	r := rand.New(rand.NewPCG(seed, 3))
 	pick := func() *simNode { return nw.nodes[nw.names[r.IntN(len(nw.names))]] }
 	var trace []string
@@ -456,6 +481,9 @@ func churn(t *testing.T, nw *network, srcs map[gen.Atom]*rand.PCG, seed uint64, 
 				})
 			}
 		}
+		if observe != nil {
+			observe()
+		}
 		for _, name := range nw.names {
 			sn := nw.nodes[name]
 			trace = append(trace, fmt.Sprintf("%d %s up=%t key=%x status=%s effects=%s sent=%s",
@@ -482,13 +510,183 @@ func TestCloneReplaysWhatTheOriginalDid(t *testing.T) {
 				c.MinClusterSize = 2
 			})
 			nw.allowFatal = true
-			churn(t, nw, srcs, seed, 150)
+			churn(t, nw, srcs, seed, 150, nil)
 			copyNet, copySrcs := twin(nw, srcs)
-			want := churn(t, nw, srcs, seed+1000, 150)
-			got := churn(t, copyNet, copySrcs, seed+1000, 150)
+			want := churn(t, nw, srcs, seed+1000, 150, nil)
+			got := churn(t, copyNet, copySrcs, seed+1000, 150, nil)
 			for i := range want {
 				require.Equal(t, want[i], got[i], "step %d", i/len(nw.names))
 			}
 		})
+	}
+}
+
+// publishedViews keeps every view a core handed out, with what it held when
+// first seen.
+type publishedViews struct {
+	views   map[*View]string
+	members map[*gen.ProcessID]string // by the list's first element: View() values share it
+}
+
+func (p *publishedViews) note(t *testing.T, v *View) {
+	if v == nil {
+		return
+	}
+	if _, ok := p.views[v]; !ok {
+		p.views[v] = describe(t, v)
+	}
+	p.noteMembers(t, v.Members)
+}
+
+func (p *publishedViews) noteMembers(t *testing.T, list []gen.ProcessID) {
+	if len(list) == 0 {
+		return
+	}
+	if _, ok := p.members[&list[0]]; !ok {
+		p.members[&list[0]] = describe(t, list)
+	}
+}
+
+// changed lists the views and member lists that no longer hold what they
+// held when first seen.
+func (p *publishedViews) changed(t *testing.T) []string {
+	var out []string
+	for v, was := range p.views {
+		if now := describe(t, v); now != was {
+			out = append(out, was+" became "+now)
+		}
+	}
+	for first, was := range p.members {
+		var list []gen.ProcessID
+		require.NoError(t, json.Unmarshal([]byte(was), &list))
+		if now := describe(t, unsafe.Slice(first, len(list))); now != was {
+			out = append(out, "members "+was+" became "+now)
+		}
+	}
+	return out
+}
+
+// Views are shared, not copied, between a core, its Ready, its messages,
+// the cores that receive them and clones: that is safe only while no core
+// changes a view once made. Every view a member publishes (in a HardState,
+// a ViewChanged, a message, or View's members), and every declared set it
+// sends, keeps what it held when published, while every member goes on
+// forming, re-stamping, agreeing on, growing and shrinking its view.
+func TestPublishedViewsNeverChange(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			nw := newNetwork(t, 5, seed, nil)
+			seen := &publishedViews{views: map[*View]string{}, members: map[*gen.ProcessID]string{}}
+			declared := 0
+			nw.onReady = func(sn *simNode, rd Ready) {
+				if rd.HardState != nil {
+					seen.note(t, rd.HardState.View)
+				}
+				for _, e := range rd.Effects {
+					if e, ok := e.(ViewChanged); ok {
+						seen.note(t, e.From)
+						seen.note(t, e.To)
+					}
+				}
+				for _, out := range rd.Messages {
+					switch m := out.Message.(type) {
+					case MessageHeartbeat:
+						seen.note(t, m.View)
+					case MessageVote:
+						seen.note(t, m.View)
+						seen.noteMembers(t, m.Declared)
+						declared += len(m.Declared)
+					case MessageRequestVote:
+						seen.noteMembers(t, m.Declared)
+						declared += len(m.Declared)
+					}
+				}
+				if v, ok := sn.core.View(); ok {
+					seen.noteMembers(t, v.Members)
+				}
+			}
+			r := rand.New(rand.NewPCG(seed, 5))
+			l := nw.settle(5 * time.Second)
+			wait := 3 * l.core.cfg.ElectionTimeoutMax
+			for range 12 {
+				switch r.IntN(4) {
+				case 0: // a new leader re-stamps the view
+					nw.isolate(l)
+					nw.run(wait)
+					nw.heal()
+				case 1:
+					if m := l.core.view.Members; len(m) > 3 {
+						nw.input(l, func(c *Core, now time.Time) { _ = c.Leave(now, m[r.IntN(len(m))].Node) })
+					}
+				case 2:
+					for _, name := range nw.names {
+						if !l.core.view.has(name) {
+							nw.input(l, func(c *Core, now time.Time) { _ = c.Join(now, procID(name)) })
+							break
+						}
+					}
+				case 3:
+					nw.makeLeader(1 + r.IntN(len(nw.names)))
+				}
+				nw.run(wait)
+				l = nw.settle(10 * time.Second)
+				require.Empty(t, seen.changed(t))
+			}
+			require.Greater(t, len(seen.views), 10, "too few views were published to test anything")
+			require.NotZero(t, declared, "no declared set was sent")
+		})
+	}
+}
+
+// A member without a view sends its declared set with every request: one
+// list, shared by every message, while the set stands. A set that grows
+// (a peer made contact) or shrinks (Leave withdrew one) is a new list, and
+// every list sent keeps what it held.
+func TestDeclaredSetsSentNeverChange(t *testing.T) {
+	h := newHarness(t, 2, func(c *Config) { c.MinClusterSize = 3 })
+	type sent struct {
+		list []gen.ProcessID
+		was  []gen.ProcessID
+	}
+	var all []sent
+	round := func() [][]gen.ProcessID {
+		var lists [][]gen.ProcessID
+		for _, out := range h.take().Messages {
+			if m, ok := out.Message.(MessageRequestVote); ok && m.Declared != nil {
+				lists = append(lists, m.Declared)
+				all = append(all, sent{m.Declared, slices.Clone(m.Declared)})
+			}
+		}
+		require.NotEmpty(t, lists, "no request carried the declared set")
+		for _, l := range lists[1:] {
+			assert.Same(t, &lists[0][0], &l[0], "one list for every peer asked while the set stands")
+		}
+		return lists
+	}
+	nodes := func(l []gen.ProcessID) []gen.Atom {
+		var out []gen.Atom
+		for _, m := range l {
+			out = append(out, m.Node)
+		}
+		return out
+	}
+
+	h.campaign()
+	three := round()[0]
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(3)}, nodes(three))
+
+	h.step(4, MessageRequestVote{Header: hdr(4, h.c.Term(), ViewStamp{}), PreVote: true, Declared: []gen.ProcessID{procID(nodeName(4))}})
+	h.take()
+	h.campaign()
+	four := round()[0]
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(3), nodeName(4)}, nodes(four), "n4 made contact")
+
+	require.NoError(t, h.c.Leave(h.now, nodeName(3)))
+	h.take()
+	h.campaign()
+	assert.Equal(t, []gen.Atom{nodeName(1), nodeName(2), nodeName(4)}, nodes(round()[0]), "n3 was withdrawn")
+
+	for _, s := range all {
+		assert.Equal(t, s.was, s.list, "a declared set sent changed")
 	}
 }

@@ -24,7 +24,10 @@ type Core struct {
 	// comparison use it.
 	view          *View
 	termChangedAt instant
-	hardDirty     bool // term, vote or view changed since the last Ready
+	// store holds the views and leadership this member keeps, made with
+	// the Core: see memberStore. Nil in a clone, which makes them as it
+	// goes.
+	store *memberStore
 
 	// role is the protocol role: follower, candidate or leader. What the user
 	// sees (Role) also depends on the view and on confirmation.
@@ -52,7 +55,6 @@ type Core struct {
 
 	camp *campaign   // the running election; nil when none
 	lead *leadership // set while leading
-	next nextCampaign
 	// deadLeader is the node of the leader whose end this member learned of,
 	// until a leader is recognised again: a refusal that names it comes from
 	// a voter not told yet, and will be followed by its real answer.
@@ -62,6 +64,12 @@ type Core struct {
 	// soon after (see deferIfLeaderLive).
 	deferred *deferredRequest
 
+	// The flags and small fields below sit together so that they share one
+	// word: every member holds a Core, and at most 1,016 bytes (with the
+	// allocator's 8-byte header) fit a 1,024-byte allocation instead of a
+	// 1,152-byte one (TestCoreFitsItsAllocation).
+	hardDirty bool // term, vote or view changed since the last Ready
+	next      nextCampaign
 	// campaignHeld: another member on this host holds the same-host cell, so
 	// this one votes and follows but starts no election (SetCampaign).
 	campaignHeld bool
@@ -71,6 +79,9 @@ type Core struct {
 	// peers that stay silent (cut off, or declared and never answering):
 	// each doubles the wait for the next, up to maxProbeBackoff times.
 	probeBackoff uint8
+	// electionLazy: a heartbeat moves electionStart without re-arming the
+	// election timer (see electionStart).
+	electionLazy bool
 
 	// reported is the role and leader the user was last told of, so
 	// callbacks fire on changes only.
@@ -91,20 +102,24 @@ type Core struct {
 	// electionLazy a heartbeat moves the start without re-arming the timer.
 	electionStart instant
 	electionWait  time.Duration
-	electionLazy  bool
 	ready         Ready
 
 	heartbeatInLast  instant
 	heartbeatOutLast instant
 	lastGranted      []gen.Atom
 	stats            counters
+	// declared is the declared set declaredSet last made, handed out again
+	// while it stands: a member without a view sends it to every peer it
+	// asks, and it seldom changes; dropped once a view is installed. Never
+	// changed once made (messages and clones share it).
+	declared []gen.ProcessID
 }
 
 // counters are the totals Status reports.
 type counters struct {
 	dropped            map[string]uint64
 	confirmDenied      uint64
-	lastDeniedAt       time.Time
+	lastDeniedAt       instant
 	electionsStarted   uint64
 	electionsWon       uint64
 	leaderChanges      uint64
@@ -178,9 +193,10 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		role:     RoleFollower,
 		term:     hs.Term,
 		votedFor: hs.VotedFor,
-		view:     hs.View.clone(),
+		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(),
+		store:    &memberStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
@@ -301,6 +317,9 @@ func (c *Core) agreed() bool { return c.view != nil && c.view.Stamp.Agreed && c.
 // member"), none withdrawn: what a formation would be made of. It is a
 // local belief only; a formation's safety rests on its grants.
 func (c *Core) declaredSet() []gen.ProcessID {
+	if c.declaredStands() {
+		return c.declared
+	}
 	out := make([]gen.ProcessID, 1, 1+len(c.peers.list))
 	out[0] = c.cfg.Self
 	for i, n := range c.peers.nodes() {
@@ -308,7 +327,26 @@ func (c *Core) declaredSet() []gen.ProcessID {
 			out = append(out, p.id)
 		}
 	}
+	c.declared = out
 	return out
+}
+
+// declaredStands reports whether c.declared is the declared set now.
+func (c *Core) declaredStands() bool {
+	d := c.declared
+	if len(d) == 0 || d[0] != c.cfg.Self {
+		return false
+	}
+	j := 1
+	for i, n := range c.peers.nodes() {
+		if p := c.peers.list[i]; c.declaredPeer(n, p) {
+			if j == len(d) || d[j] != p.id {
+				return false
+			}
+			j++
+		}
+	}
+	return j == len(d)
 }
 
 // declaredCount is len(declaredSet()), without making the set: members
@@ -331,7 +369,7 @@ func (c *Core) declaredPeer(n gen.Atom, p *peer) bool {
 func (c *Core) takeReady() Ready {
 	rd := c.ready
 	if c.hardDirty {
-		rd.HardState = &HardState{Term: c.term, VotedFor: c.votedFor, View: c.view.clone()}
+		rd.HardState = &HardState{Term: c.term, VotedFor: c.votedFor, View: c.view}
 		c.hardDirty = false
 	}
 	c.ready = Ready{}

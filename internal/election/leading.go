@@ -16,13 +16,24 @@ type leadership struct {
 	committedInTerm bool
 	// change describes the change proposed and not yet committed, "" when none.
 	change string
-	// adds and removes are the changes asked for, applied one at a time.
+	// adds and removes are the changes asked for, applied one at a time;
+	// each map is made on first write (queueAdd, remove), as most leaders
+	// change nothing: made with the leadership, in an election's burst,
+	// they would sit among its garbage.
 	adds    map[gen.Atom]admission
 	removes map[gen.Atom]string
 	// awaitingConfirm: HandleConfirmLeader was asked; visible: it granted,
 	// and the user was told (HandleBecomeLeader).
 	awaitingConfirm bool
 	visible         bool
+}
+
+// remove queues the removal of node for reason.
+func (l *leadership) remove(node gen.Atom, reason string) {
+	if l.removes == nil {
+		l.removes = map[gen.Atom]string{}
+	}
+	l.removes[node] = reason
 }
 
 // admission is a peer a leader was asked to admit, and since when: the
@@ -44,9 +55,11 @@ func (c *Core) becomeLeader(now time.Time) {
 	c.recognise(c.self)
 	c.leaderID = c.cfg.Self
 	c.stats.electionsWon++
-	c.view.Stamp.Key.Term = c.term
+	stamp := c.view.Stamp
+	stamp.Key.Term = c.term
+	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
-	c.lead = &leadership{since: now, adds: map[gen.Atom]admission{}, removes: map[gen.Atom]string{}}
+	c.lead = c.newLeadership(now)
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
@@ -54,7 +67,7 @@ func (c *Core) becomeLeader(now time.Time) {
 		p := c.peers.ensure(m)
 		p.memberSince = c.clock.at(now)
 		if p.ended() != "" {
-			c.lead.removes[m.Node] = p.ended()
+			c.lead.remove(m.Node, p.ended())
 		}
 	}
 	c.sendHeartbeats(now)
@@ -76,7 +89,7 @@ func (c *Core) sendHeartbeats(now time.Time) {
 		}
 		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
 		if p.acked != c.view.Stamp || p.ackedTerm != c.term {
-			hb.View = c.view.clone()
+			hb.View = c.view
 		}
 		c.send(now, p, hb)
 	}
@@ -159,7 +172,7 @@ func (c *Core) declines(now time.Time) bool {
 	if c.denials == 0 {
 		return false
 	}
-	return now.Sub(c.stats.lastDeniedAt) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
+	return now.Sub(c.clock.time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
 }
 
 // onHeartbeatAck records which view a member acknowledged, and a second
@@ -204,10 +217,12 @@ func (c *Core) checkCommit(now time.Time) {
 		if acked < c.cfg.MinClusterSize {
 			return
 		}
-		old := c.view.clone()
-		c.view.Stamp.Agreed = true
+		old := c.view
+		stamp := old.Stamp
+		stamp.Agreed = true
+		c.view = c.viewOf(stamp, old.Members)
 		c.hardDirty = true
-		c.effect(ViewChanged{From: old, To: c.view.clone(), Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
+		c.effect(ViewChanged{From: old, To: c.view, Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
 		defer c.sendHeartbeats(now) // tell the members at once
 	}
 	if c.lead.committedInTerm && c.committed == key {
@@ -312,7 +327,7 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 // re-campaigns after a backoff that grows with consecutive denials.
 func (c *Core) deny(now time.Time, err error) {
 	c.stats.confirmDenied++
-	c.stats.lastDeniedAt = now
+	c.stats.lastDeniedAt = c.clock.at(now)
 	c.lastDenied = err
 	c.denials++
 	c.becomeFollower(now, gen.PID{})

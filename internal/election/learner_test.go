@@ -51,7 +51,7 @@ func TestLearnerRuleElectsTheSurvivorsOfAFirstLeaderThatDiedBeforeSayingAgreed(t
 				}
 				return false
 			})
-			v := first.core.view.clone()
+			v := first.core.view.detached()
 			require.Equal(t, Lineage{Term: v.Stamp.Key.Term, Node: first.name}, v.Stamp.Lineage, "a fresh first view")
 			var survivors []*simNode
 			for _, name := range nw.names {
@@ -111,7 +111,7 @@ func TestLearnerRuleCountsAcceptorsOfTheSameKey(t *testing.T) {
 		v := firstView(3, 3, 2)
 		h := newHarnessWith(t, 2, HardState{Term: 2, View: v}, min3)
 		term := h.campaign()
-		moved := v.clone()
+		moved := v.detached()
 		moved.Stamp.Key = ViewKey{Term: 5, Epoch: 1} // n2 accepted a later proposal since
 		h.step(2, MessageVote{Header: hdr(2, term, moved.Stamp), View: moved})
 		assert.False(t, h.stamp().Agreed, "n2 reports what it holds now, another key")

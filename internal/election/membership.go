@@ -55,7 +55,7 @@ func (c *Core) acceptView(now time.Time, v *View, fromLeader bool) bool {
 		}
 		reason = "proposed by a formation"
 	}
-	c.install(v.clone(), reason)
+	c.install(v, reason)
 	if c.role == RoleCandidate {
 		c.becomeFollower(now, gen.PID{})
 	}
@@ -66,11 +66,13 @@ func (c *Core) acceptView(now time.Time, v *View, fromLeader bool) bool {
 // install makes v this member's view, to be persisted before anything is
 // acknowledged, and brings the peers and the user up to date.
 func (c *Core) install(v *View, reason string) {
+	v = c.kept(v)
 	old := c.view
 	c.view = v
+	c.declared = nil // only a member without a view sends it
 	c.hardDirty = true
 	c.stats.viewChanges++
-	c.effect(ViewChanged{From: old.clone(), To: v.clone(), Reason: reason})
+	c.effect(ViewChanged{From: old, To: v, Reason: reason})
 	for _, m := range v.Members {
 		if m.Node != c.cfg.Self.Node {
 			c.peers.ensure(m).id = m
@@ -216,6 +218,9 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 		return
 	}
 	if _, queued := c.lead.adds[p.Node]; !queued {
+		if c.lead.adds == nil {
+			c.lead.adds = map[gen.Atom]admission{}
+		}
 		c.lead.adds[p.Node] = admission{id: p, since: now}
 	}
 	if pe := c.peers.ensure(p); c.clock.time(pe.lastInbound).Before(c.lead.adds[p.Node].since) {
@@ -227,7 +232,7 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 func (c *Core) queueRemove(now time.Time, node gen.Atom, reason string) {
 	delete(c.lead.adds, node)
 	if c.view.has(node) {
-		c.lead.removes[node] = reason
+		c.lead.remove(node, reason)
 	}
 }
 
@@ -241,7 +246,7 @@ func (c *Core) expireGhosts(now time.Time) {
 			continue
 		}
 		if _, queued := c.lead.removes[m.Node]; !queued {
-			c.lead.removes[m.Node] = fmt.Sprintf("silent for GhostTTL (%s)", c.cfg.GhostTTL)
+			c.lead.remove(m.Node, fmt.Sprintf("silent for GhostTTL (%s)", c.cfg.GhostTTL))
 		}
 	}
 }
@@ -318,7 +323,7 @@ func (c *Core) propose(now time.Time, v *View, reason string) {
 		if !v.has(m.Node) {
 			// Tell the removed member once, so it knows to stop campaigning.
 			p := c.peers.get(m.Node)
-			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v.clone(), Committed: c.committed})
+			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v, Committed: c.committed})
 		}
 	}
 	c.sendHeartbeats(now)
@@ -546,5 +551,5 @@ func (c *Core) reform(now time.Time) (*View, error) {
 	c.install(v, "re-formed by the operator from the members heard from lately")
 	c.outside = nil
 	c.campaign(now, true)
-	return v.clone(), nil
+	return v.detached(), nil
 }

@@ -93,6 +93,9 @@ type network struct {
 	// lose, when set, drops the messages it reports true for, as a lossy
 	// link would: a test uses it to keep one member from hearing one thing.
 	lose func(from, to gen.Atom, msg any) bool
+	// onReady, when set, sees every Ready a member hands out, before the
+	// network acts on it.
+	onReady func(sn *simNode, rd Ready)
 }
 
 type lineageTerm struct {
@@ -147,6 +150,9 @@ func (nw *network) node(i int) *simNode { return nw.nodes[nodeName(i)] }
 func (nw *network) process(sn *simNode) {
 	for sn.up && sn.core.HasReady() {
 		rd := sn.core.Ready()
+		if nw.onReady != nil {
+			nw.onReady(sn, rd)
+		}
 		if rd.HardState != nil {
 			sn.hs = *rd.HardState
 		}
@@ -493,4 +499,4 @@ func (nw *network) makeLeader(i int) *simNode {
 }
 
 // viewOf is member i's view, nil when it holds none.
-func (nw *network) viewOf(i int) *View { return nw.node(i).core.view.clone() }
+func (nw *network) viewOf(i int) *View { return nw.node(i).core.view }

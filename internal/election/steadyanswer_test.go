@@ -55,7 +55,7 @@ func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
 	require.True(t, ok)
 	require.False(t, sa.Answers(gen.PID{Node: l.name, ID: l.pid.ID + 1, Creation: l.pid.Creation}, &sa.Heartbeat), "another process of the leader's node is not its leader")
 	withView := sa.Heartbeat
-	withView.View = f.core.view.clone()
+	withView.View = f.core.view
 	require.False(t, sa.Answers(l.pid, &withView), "a heartbeat carrying a view is never answered ahead")
 
 	// A vote request for a newer term moves the follower on: the old answer goes.
@@ -168,7 +168,7 @@ func TestSteadyAnswerDoesNotHoldBeforeItWasGiven(t *testing.T) {
 	// f was denied leadership once, long enough ago that its decline
 	// period ends exactly now.
 	period := avoidTimeouts * f.core.cfg.ElectionTimeoutMax
-	f.core.denials, f.core.stats.lastDeniedAt = 1, nw.now.Add(-period)
+	f.core.denials, f.core.stats.lastDeniedAt = 1, f.core.clock.at(nw.now.Add(-period))
 	published := nw.now
 	sa, ok := f.core.SteadyAnswer(published)
 	require.True(t, ok)

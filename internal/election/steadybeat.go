@@ -16,8 +16,9 @@ import (
 // keep each skipped tick and each skipped acknowledgement a no-op:
 //
 //   - An acknowledgement is taken only when it arrives within Window of the
-//     member's one before (LastAck for the first), so the member's run of
-//     replies goes unbroken; another is stepped as usual.
+//     member's one before (the core's LastReply from it for the first), so
+//     the member's run of replies goes unbroken; another is stepped as
+//     usual.
 //   - A tick at t is sent ahead only when t is not after Until and every
 //     member's last acknowledgement arrived after t - Window, so the tick
 //     would find every member reached and none silent; otherwise the tick
@@ -52,8 +53,6 @@ type SteadyMember struct {
 	// member was last heard from: what a steady follower sends
 	// (SteadyAnswer.Ack).
 	Ack MessageHeartbeatAck
-	// LastAck is when the core last heard a reply from it.
-	LastAck time.Time
 }
 
 // BeatenAhead is what a shell did for a leader under its SteadyBeat: Beats
@@ -84,7 +83,13 @@ type TakenAcks struct {
 // connection dropped) is left out while the others make a quorum: the ticks
 // send it nothing, and the beat ends before it would be a ghost. It reports
 // false in every other case.
-func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
+//
+// prev is the Members of the beat the shell holds (nil for none): when the
+// beat lists the same members, expecting the same acknowledgements, its
+// Members is prev itself, so that a shell that asks after every wake-up
+// makes a list only when a member changed. The core never changes prev, nor
+// a list it returned.
+func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool) {
 	l := c.lead
 	if c.role != RoleLeader || l == nil || c.fatal != nil || c.storageErr != nil || c.view == nil ||
 		!l.visible || l.awaitingConfirm || !l.committedInTerm || !c.agreed() || c.committed != c.view.Stamp.Key ||
@@ -121,17 +126,20 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 	sb := SteadyBeat{
 		Term:      c.term,
 		Heartbeat: MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed},
-		Members:   make([]SteadyMember, 0, len(c.view.Members)-1),
 		Interval:  c.cfg.HeartbeatInterval,
 		Window:    window,
 		Until:     until,
 	}
+	// Every member must stand before the list is made: a leader asks after
+	// every wake-up, and until its members all acknowledged it, mostly in
+	// vain.
+	standing := 0
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
 		}
 		p := c.peers.get(m.Node)
-		if p != nil && p.id == m && p.cutOff() && p.ended() == "" {
+		if steadyCutOff(p, m) {
 			// Its ticks send it nothing (sendHeartbeats) until it is heard
 			// from again, which ends the beat, and no handover picks it;
 			// the beat ends before it has been silent for GhostTTL, when
@@ -151,7 +159,32 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
 			return SteadyBeat{}, false // it hands over once that member is steady
 		}
-		sb.Members = append(sb.Members, SteadyMember{
+		standing++
+	}
+	if !quorum.Reached(standing+1, c.view.size()) {
+		return SteadyBeat{}, false
+	}
+	sb.Members = prev
+	if len(prev) != standing || !c.steadyMembers(func(i int, m SteadyMember) bool { return prev[i] == m }) {
+		sb.Members = make([]SteadyMember, 0, standing)
+		c.steadyMembers(func(_ int, m SteadyMember) bool {
+			sb.Members = append(sb.Members, m)
+			return true
+		})
+	}
+	return sb, true
+}
+
+// steadyMembers calls f with each member a steady beat lists, in order,
+// while f returns true, and reports whether it always did.
+func (c *Core) steadyMembers(f func(int, SteadyMember) bool) bool {
+	i := 0
+	for _, m := range c.view.Members {
+		p := c.peers.get(m.Node)
+		if m.Node == c.cfg.Self.Node || steadyCutOff(p, m) {
+			continue
+		}
+		sm := SteadyMember{
 			PID: p.pid,
 			Ack: MessageHeartbeatAck{
 				Header: Header{
@@ -160,13 +193,30 @@ func (c *Core) SteadyBeat(now time.Time) (SteadyBeat, bool) {
 				},
 				Declines: p.declines,
 			},
-			LastAck: c.clock.time(p.lastReply),
-		})
+		}
+		if !f(i, sm) {
+			return false
+		}
+		i++
 	}
-	if !quorum.Reached(len(sb.Members)+1, c.view.size()) {
-		return SteadyBeat{}, false
+	return true
+}
+
+// LastReply is when this member last heard a reply from the member pid
+// (zero for none, or for a PID it does not know): for a steady beat's
+// member, the arrival its first acknowledgement under the beat is timed
+// from.
+func (c *Core) LastReply(pid gen.PID) time.Time {
+	if p := c.peers.byPID(pid); p != nil {
+		return c.clock.time(p.lastReply)
 	}
-	return sb, true
+	return time.Time{}
+}
+
+// steadyCutOff reports whether p, the peer of member m, is cut off (its
+// connection dropped): a steady beat leaves it out.
+func steadyCutOff(p *peer, m gen.ProcessID) bool {
+	return p != nil && p.id == m && p.cutOff() && p.ended() == ""
 }
 
 // steadyBeatHorizon bounds a SteadyBeat's Until when nothing earlier does,

@@ -3,9 +3,11 @@ package election
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -19,7 +21,7 @@ import (
 func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		nw, l := settledLeader(t, n, uint64(n)+40, nil)
-		sb, ok := l.core.SteadyBeat(nw.now)
+		sb, ok := l.core.SteadyBeat(nw.now, nil)
 		require.True(t, ok, "a settled leader of %d members has a steady beat", n)
 		require.Len(t, sb.Members, n-1)
 		for _, m := range sb.Members {
@@ -43,30 +45,57 @@ func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 	}
 }
 
+// A shell asks for the steady beat after every wake-up and holds the list
+// it published, which its coalescer reads: a beat that did not change hands
+// that list back instead of a new one, and a changed beat makes a new list,
+// never writing the one held.
+func TestSteadyBeatHandsBackTheListHeldWhenUnchanged(t *testing.T) {
+	nw, l := settledLeader(t, 3, 41, nil)
+	held, ok := l.core.SteadyBeat(nw.now, nil)
+	require.True(t, ok)
+	was := slices.Clone(held.Members)
+
+	again, ok := l.core.SteadyBeat(nw.now, held.Members)
+	require.True(t, ok)
+	assert.Same(t, &held.Members[0], &again.Members[0], "an unchanged beat hands back the list held")
+
+	shorter, ok := l.core.SteadyBeat(nw.now, held.Members[:1])
+	require.True(t, ok)
+	assert.Len(t, shorter.Members, 2, "a list of other members is not handed back")
+
+	c := l.core.Clone(nil)
+	c.peers.byPID(held.Members[1].PID).declines = true
+	changed, ok := c.SteadyBeat(nw.now, held.Members)
+	require.True(t, ok)
+	assert.NotSame(t, &held.Members[0], &changed.Members[0], "a changed beat makes a new list")
+	assert.True(t, changed.Members[1].Ack.Declines)
+	assert.Equal(t, was, held.Members, "the list held is never written")
+}
+
 // A leader with anything pending on its tick has no steady beat: a view
 // change to propose, a member preferred over it, a member ended.
 func TestSteadyBeatIsWithheldWhileTheTickHasWorkToDo(t *testing.T) {
 	nw, l := settledLeader(t, 3, 44, nil)
-	_, ok := l.core.SteadyBeat(nw.now)
+	_, ok := l.core.SteadyBeat(nw.now, nil)
 	require.True(t, ok)
 	f := nw.other(l)
-	_, ok = f.core.SteadyBeat(nw.now)
+	_, ok = f.core.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a follower has no steady beat")
 
 	c := l.core.Clone(nil)
-	c.lead.removes[f.name] = "left"
-	_, ok = c.SteadyBeat(nw.now)
+	c.lead.remove(f.name, "left")
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a removal to propose")
 
 	c = l.core.Clone(nil)
 	c.PeerDown(nw.now, f.pid, errCrashed)
-	_, ok = c.SteadyBeat(nw.now)
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "a member whose process ended")
 
 	c = l.core.Clone(nil)
 	c.cfg.Prefer = Preference{Kind: PreferFunc, Less: func(a, b Candidate) bool { return a.Node == f.name && b.Node != f.name }}
 	if c.cfg.Prefer.Prefers(c.peers.get(f.name).candidate(), c.selfCandidate()) {
-		_, ok = c.SteadyBeat(nw.now)
+		_, ok = c.SteadyBeat(nw.now, nil)
 		require.False(t, ok, "a member preferred over the leader")
 	}
 }
@@ -96,7 +125,7 @@ func TestPropertyCatchingUpIsSteppingEveryBeat(t *testing.T) {
 				if !sn.up || sn.core.HasReady() {
 					continue
 				}
-				if sb, ok := sn.core.SteadyBeat(nw.now); ok {
+				if sb, ok := sn.core.SteadyBeat(nw.now, nil); ok {
 					if a, armed := sn.timers[TimerHeartbeat]; armed {
 						checkCatchUp(rt, sn, sb, a.t, nw.now)
 						total++
@@ -189,7 +218,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	stepped, caught := sn.core.Clone(nil), sn.core.Clone(nil)
 	last := make([]time.Time, len(sb.Members))
 	for i, m := range sb.Members {
-		last[i] = m.LastAck
+		last[i] = sn.core.LastReply(m.PID)
 	}
 	done := BeatenAhead{Acks: make([]TakenAcks, len(sb.Members))}
 	at := from
@@ -240,7 +269,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	if !sameState(stepped, caught) {
 		rt.Fatalf("%s: after %d ticks and %+v acknowledgements, catching up left\n%+v\nwhere stepping each left\n%+v", sn.name, done.Beats, done.Acks, caught.Status(at), stepped.Status(at))
 	}
-	again, ok := caught.SteadyBeat(at)
+	again, ok := caught.SteadyBeat(at, nil)
 	if at.After(sb.Until) {
 		return
 	}
@@ -248,7 +277,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 		rt.Fatalf("%s: the steady beat did not stand after catching up: %+v (%v)", sn.name, again, ok)
 	}
 	for i, m := range again.Members {
-		if m.PID != sb.Members[i].PID || m.Ack != sb.Members[i].Ack || !m.LastAck.Equal(last[i]) {
+		if m.PID != sb.Members[i].PID || m.Ack != sb.Members[i].Ack || !caught.LastReply(m.PID).Equal(last[i]) {
 			rt.Fatalf("%s: member %d of the steady beat moved from %+v to %+v", sn.name, i, sb.Members[i], m)
 		}
 	}
@@ -256,10 +285,12 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 
 // sameState reports whether two clones of one core hold the same state, but
 // for their timers' arming generations (a tick re-arms, catching up keeps
-// the arming the shell still holds) and their Config, which clones share.
+// the arming the shell still holds), their Config, which clones share, and
+// their view stores, which clones leave out.
 func sameState(a, b *Core) bool {
 	x, y := *a, *b
 	x.cfg, y.cfg = Config{}, Config{}
+	x.store, y.store = nil, nil
 	for k := range x.timers {
 		x.timers[k].gen, y.timers[k].gen = 0, 0
 	}
@@ -269,7 +300,7 @@ func sameState(a, b *Core) bool {
 // CatchUp refuses a report that does not fit the beat, and changes nothing.
 func TestCatchUpRefusesWhatDoesNotFitTheBeat(t *testing.T) {
 	nw, l := settledLeader(t, 3, 45, nil)
-	sb, ok := l.core.SteadyBeat(nw.now)
+	sb, ok := l.core.SteadyBeat(nw.now, nil)
 	require.True(t, ok)
 	before := l.core.Clone(nil)
 	err := l.core.CatchUp(&sb, BeatenAhead{Beats: 1, LastBeat: nw.now})
@@ -298,7 +329,7 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	lost := func(error) error { return fmt.Errorf("lost: %w", gen.ErrNoConnection) }
 	c := l.core.Clone(nil)
 	c.PeerDown(nw.now, fs[0].pid, lost(nil))
-	sb, ok := c.SteadyBeat(nw.now)
+	sb, ok := c.SteadyBeat(nw.now, nil)
 	require.True(t, ok, "four of five reachable")
 	require.Len(t, sb.Members, 3)
 	for _, m := range sb.Members {
@@ -309,11 +340,11 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	require.False(t, sb.Until.Before(ghost.Add(-time.Millisecond)), "and not long before")
 
 	c.PeerDown(nw.now, fs[1].pid, lost(nil))
-	sb, ok = c.SteadyBeat(nw.now)
+	sb, ok = c.SteadyBeat(nw.now, nil)
 	require.True(t, ok, "three of five reachable: a quorum still")
 	require.Len(t, sb.Members, 2)
 	c.PeerDown(nw.now, fs[2].pid, lost(nil))
-	_, ok = c.SteadyBeat(nw.now)
+	_, ok = c.SteadyBeat(nw.now, nil)
 	require.False(t, ok, "two of five: no quorum")
 }
 
@@ -341,7 +372,7 @@ func TestPropertyCatchingUpNearACutOffMembersGhostTTL(t *testing.T) {
 		if !l.core.IsProtocolLeader() || l.core.HasReady() {
 			return
 		}
-		sb, ok := l.core.SteadyBeat(nw.now)
+		sb, ok := l.core.SteadyBeat(nw.now, nil)
 		a, armed := l.timers[TimerHeartbeat]
 		if !ok || !armed {
 			return

@@ -134,9 +134,9 @@ func (c *Core) learnAgreed(s ViewStamp) {
 	if c.view == nil || c.view.Stamp.Agreed || !s.Agreed || s.Lineage != c.view.Stamp.Lineage || s.Key != c.view.Stamp.Key || c.role == RoleLeader {
 		return
 	}
-	v := c.view.clone()
-	v.Stamp.Agreed = true
-	c.install(v, "the cluster agreed on it")
+	stamp := c.view.Stamp
+	stamp.Agreed = true
+	c.install(c.viewOf(stamp, c.view.Members), "the cluster agreed on it")
 }
 
 // sameCluster reports whether a sender with header h belongs to this

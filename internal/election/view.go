@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/quorum"
@@ -75,6 +76,13 @@ func (s ViewStamp) IsZero() bool { return s.Lineage.IsZero() }
 // View is a membership that the cluster agrees on, or is agreeing on: its
 // stamp and its members, sorted by node. It travels in messages and in
 // durable state.
+//
+// Inside this package a *View, once made, is never changed: a change makes
+// a new View (Core.viewOf, with, without), which may share the old one's
+// Members. So the core's view, its Ready, its messages and its clones share
+// views without copying them; what leaves for the user is a copy (Core.View,
+// Core.Reform), and a View handed to New, or received, must not be changed
+// by its sender afterwards.
 type View struct {
 	Stamp   ViewStamp
 	Members []gen.ProcessID
@@ -88,8 +96,74 @@ func newView(stamp ViewStamp, members []gen.ProcessID) *View {
 	return v
 }
 
-// clone copies v so the copy can travel or be stored while v changes.
-func (v *View) clone() *View {
+// memberStore holds what a member keeps from its first election on, made
+// with its Core, before that election: its views and its leadership. They
+// come in an election's burst, among the burst's short-lived garbage of the
+// same sizes: each made then, kept for the member's life, would keep a page
+// of that garbage's memory in use. A view slot once taken is an immutable
+// View like any other.
+type memberStore struct {
+	views [storeViews]View
+	used  uint8
+	// members is room for the first member list a kept view holds; nil
+	// once taken.
+	members []gen.ProcessID
+	// lead is the leadership of the member's latest term as leader
+	// (newLeadership).
+	lead leadership
+}
+
+// storeViews is how many views a store keeps: a formation's leader
+// installs the view it proposes, re-stamps it with its term and marks it
+// agreed; its followers take the proposal and then the agreed view. Three
+// views, in 248 bytes; with a leadership, 320 (an allocation of that size).
+const storeViews = 3
+
+// viewOf is a view of stamp and members, from the store while it has room
+// (members then copied to its room for them, when free and large enough).
+func (c *Core) viewOf(stamp ViewStamp, members []gen.ProcessID) *View {
+	s := c.store
+	if s == nil || int(s.used) == len(s.views) {
+		return &View{Stamp: stamp, Members: members}
+	}
+	if s.members != nil && len(members) <= cap(s.members) {
+		room := s.members[:len(members):len(members)]
+		copy(room, members)
+		members, s.members = room, nil
+	}
+	v := &s.views[s.used]
+	*v = View{Stamp: stamp, Members: members}
+	s.used++
+	return v
+}
+
+// newLeadership is the leadership of a term this member wins, from the store
+// when it has one: a member leads one term at a time, and Clone copies a
+// leadership into memory of its own.
+func (c *Core) newLeadership(now time.Time) *leadership {
+	if c.store == nil {
+		return &leadership{since: now}
+	}
+	c.store.lead = leadership{since: now}
+	return &c.store.lead
+}
+
+// kept is v as this member keeps it: from the store while it has room.
+func (c *Core) kept(v *View) *View {
+	s := c.store
+	if s == nil || int(s.used) == len(s.views) {
+		return v
+	}
+	for i := range s.used {
+		if v == &s.views[i] {
+			return v
+		}
+	}
+	return c.viewOf(v.Stamp, v.Members)
+}
+
+// detached copies v, members included, for a caller that may change it.
+func (v *View) detached() *View {
 	if v == nil {
 		return nil
 	}
