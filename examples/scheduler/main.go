@@ -174,8 +174,10 @@ func run(ctx context.Context, out io.Writer, cfg config) ([]entry, error) {
 	if err := pause(); err != nil {
 		return j.snapshot(), err
 	}
-	j.add(nodes[second].Name(), "killed", 0, "node killed (StopForce): its work dies with it")
+	// Journalled once the node is down: a tick it made while the kill was
+	// under way comes before the entry, as it came before the kill.
 	c.Kill(second)
+	j.add(nodes[second].Name(), "killed", 0, "node killed (StopForce): its work dies with it")
 	var survivors []int
 	for i := range nodes {
 		if i != second {
