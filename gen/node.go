@@ -128,7 +128,7 @@ type NetworkStats struct {
 	// "handshake_failed" (every rejected handshake), "send_queue_full" (a
 	// send refused with ErrTimeout when its connection wrote nothing for
 	// SendQueueWait; its sender got the error) and "send_queue_overflow" (a connection closed because the
-	// runtime's own frames found its send queue at twice SendQueueBytes)
+	// runtime's own frames found its send queue at twice SendQueueBytes),
 	// "foreign_sender" (a frame acting for a process its peer does not
 	// host: a node speaks only for its own processes), "unknown_process"
 	// (a message for a process that does not run here) and "mailbox_full"
