@@ -130,3 +130,44 @@ func TestReviewSteadyBeatHandedBackWhileContactTimesMove(t *testing.T) {
 		assert.True(t, l.core.LastReply(m.PID).After(before[i]))
 	}
 }
+
+// Review: TestCloneReplaysWhatTheOriginalDid drives its networks from the
+// start with churn, which in its 20 seeds never elects a leader nor forms
+// a view, so the views and leadership a clone shares with, or copies
+// from, its original were never replayed. Here the network first settles
+// on a leader with an agreed view, from its store, then churns; a clone
+// taken then replays what the original did.
+func TestReviewCloneReplaysALeadingCluster(t *testing.T) {
+	leading := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			srcs := map[gen.Atom]*rand.PCG{}
+			nw := newNetwork(t, 4, seed, func(c *Config) {
+				src := rand.NewPCG(seed, uint64(len(srcs)))
+				srcs[c.Self.Node] = src
+				c.Rand = rand.New(src)
+				c.DisablePreVote = seed%2 == 0
+				c.MinClusterSize = 2
+			})
+			nw.allowFatal = true
+			l := nw.settle(10 * time.Second)
+			require.NotNil(t, l.core.view)
+			if seed%2 == 0 {
+				churn(t, nw, srcs, seed, 20, nil)
+			}
+			if l.core.IsProtocolLeader() && l.core.store != nil && l.core.lead == &l.core.store.lead {
+				leading++
+			}
+			for _, sn := range nw.nodes {
+				sn.effects, sn.sent = nil, nil // the twin starts without them
+			}
+			copyNet, copySrcs := twin(nw, srcs)
+			want := churn(t, nw, srcs, seed+1000, 150, nil)
+			got := churn(t, copyNet, copySrcs, seed+1000, 150, nil)
+			for i := range want {
+				require.Equal(t, want[i], got[i], "step %d", i/len(nw.names))
+			}
+		})
+	}
+	require.Greater(t, leading, 10, "too few clones of a leader from its store")
+}
