@@ -57,28 +57,13 @@ func TestReviewStoreSlotsAreNeverRewritten(t *testing.T) {
 				l := nw.settle(10 * time.Second)
 				wait := 3 * l.core.cfg.ElectionTimeoutMax
 				for range rounds {
-					switch r.IntN(5) {
-					case 0: // a new leader re-stamps the view
-						nw.isolate(l)
-						nw.run(wait)
-						nw.heal()
-					case 1:
-						if m := l.core.view.Members; len(m) > 3 {
-							nw.input(l, func(c *Core, now time.Time) { _ = c.Leave(now, m[r.IntN(len(m))].Node) })
-						}
-					case 2:
-						for _, name := range nw.names {
-							if !l.core.view.has(name) {
-								nw.input(l, func(c *Core, now time.Time) { _ = c.Join(now, procID(name)) })
-								break
-							}
-						}
-					case 3:
-						nw.makeLeader(1 + r.IntN(len(nw.names)))
-					case 4: // a member restarts from what it stored
-						sn := nw.nodes[nw.names[r.IntN(len(nw.names))]]
-						nw.add(sn.core.cfg, sn.hs)
+					if op := r.IntN(5); op < 4 {
+						l = nw.changeView(l, r, op, wait)
+						continue
 					}
+					// A member restarts from what it stored.
+					sn := nw.nodes[nw.names[r.IntN(len(nw.names))]]
+					nw.add(sn.core.cfg, sn.hs)
 					nw.run(wait)
 					l = nw.settle(10 * time.Second)
 				}
@@ -141,15 +126,7 @@ func TestReviewCloneReplaysALeadingCluster(t *testing.T) {
 	leading := 0
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			srcs := map[gen.Atom]*rand.PCG{}
-			nw := newNetwork(t, 4, seed, func(c *Config) {
-				src := rand.NewPCG(seed, uint64(len(srcs)))
-				srcs[c.Self.Node] = src
-				c.Rand = rand.New(src)
-				c.DisablePreVote = seed%2 == 0
-				c.MinClusterSize = 2
-			})
-			nw.allowFatal = true
+			nw, srcs := replayNetwork(t, seed)
 			l := nw.settle(10 * time.Second)
 			require.NotNil(t, l.core.view)
 			if seed%2 == 0 {
