@@ -495,21 +495,28 @@ func churn(t *testing.T, nw *network, srcs map[gen.Atom]*rand.PCG, seed uint64, 
 	return trace
 }
 
+// replayNetwork is a network of four whose members draw from sources
+// recorded in srcs, for twin to copy.
+func replayNetwork(t *testing.T, seed uint64) (*network, map[gen.Atom]*rand.PCG) {
+	srcs := map[gen.Atom]*rand.PCG{}
+	nw := newNetwork(t, 4, seed, func(c *Config) {
+		src := rand.NewPCG(seed, uint64(len(srcs)))
+		srcs[c.Self.Node] = src
+		c.Rand = rand.New(src)
+		c.DisablePreVote = seed%2 == 0
+		c.MinClusterSize = 2
+	})
+	nw.allowFatal = true
+	return nw, srcs
+}
+
 // A clone taken mid-run, driven later through the same inputs as the
 // original, does exactly what the original did: the original's run changed
 // nothing the clone holds, and the clone lacks nothing the original had.
 func TestCloneReplaysWhatTheOriginalDid(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			srcs := map[gen.Atom]*rand.PCG{}
-			nw := newNetwork(t, 4, seed, func(c *Config) {
-				src := rand.NewPCG(seed, uint64(len(srcs)))
-				srcs[c.Self.Node] = src
-				c.Rand = rand.New(src)
-				c.DisablePreVote = seed%2 == 0
-				c.MinClusterSize = 2
-			})
-			nw.allowFatal = true
+			nw, srcs := replayNetwork(t, seed)
 			churn(t, nw, srcs, seed, 150, nil)
 			copyNet, copySrcs := twin(nw, srcs)
 			want := churn(t, nw, srcs, seed+1000, 150, nil)
@@ -519,6 +526,33 @@ func TestCloneReplaysWhatTheOriginalDid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changeView has leader l of nw change the view as op says (0: a new
+// leader re-stamps it, 1: a member leaves, 2: one joins, 3: leadership
+// moves), waits, and returns the leader then.
+func (nw *network) changeView(l *simNode, r *rand.Rand, op int, wait time.Duration) *simNode {
+	switch op {
+	case 0:
+		nw.isolate(l)
+		nw.run(wait)
+		nw.heal()
+	case 1:
+		if m := l.core.view.Members; len(m) > 3 {
+			nw.input(l, func(c *Core, now time.Time) { _ = c.Leave(now, m[r.IntN(len(m))].Node) })
+		}
+	case 2:
+		for _, name := range nw.names {
+			if !l.core.view.has(name) {
+				nw.input(l, func(c *Core, now time.Time) { _ = c.Join(now, procID(name)) })
+				break
+			}
+		}
+	case 3:
+		nw.makeLeader(1 + r.IntN(len(nw.names)))
+	}
+	nw.run(wait)
+	return nw.settle(10 * time.Second)
 }
 
 // publishedViews keeps every view a core handed out, with what it held when
@@ -609,27 +643,7 @@ func TestPublishedViewsNeverChange(t *testing.T) {
 			l := nw.settle(5 * time.Second)
 			wait := 3 * l.core.cfg.ElectionTimeoutMax
 			for range 12 {
-				switch r.IntN(4) {
-				case 0: // a new leader re-stamps the view
-					nw.isolate(l)
-					nw.run(wait)
-					nw.heal()
-				case 1:
-					if m := l.core.view.Members; len(m) > 3 {
-						nw.input(l, func(c *Core, now time.Time) { _ = c.Leave(now, m[r.IntN(len(m))].Node) })
-					}
-				case 2:
-					for _, name := range nw.names {
-						if !l.core.view.has(name) {
-							nw.input(l, func(c *Core, now time.Time) { _ = c.Join(now, procID(name)) })
-							break
-						}
-					}
-				case 3:
-					nw.makeLeader(1 + r.IntN(len(nw.names)))
-				}
-				nw.run(wait)
-				l = nw.settle(10 * time.Second)
+				l = nw.changeView(l, r, r.IntN(4), wait)
 				require.Empty(t, seen.changed(t))
 			}
 			require.Greater(t, len(seen.views), 10, "too few views were published to test anything")
