@@ -106,25 +106,23 @@ func (m *relationsModel) check(t *testing.T, r *relations, step int) {
 	}
 	require.Equal(t, want, plain, "step %d: monitors and links", step)
 
-	calls, wantCalls := map[target][]string{}, map[target][]string{}
-	for tg, s := range r.calls {
-		require.NotZero(t, s.len(), "step %d: an empty call set kept", step)
-		calls[tg] = sortedElems(s)
-	}
-	for tg, ws := range m.calls {
-		wantCalls[tg] = sortedKeys(ws)
-	}
-	require.Equal(t, wantCalls, calls, "step %d: pending calls", step)
+	equalSets(t, step, "pending calls", r.calls, m.calls)
+	equalSets(t, step, "what each local watcher watches", r.watching, m.watching)
+}
 
-	watching, wantWatching := map[gen.PID][]string{}, map[gen.PID][]string{}
-	for pid, s := range r.watching {
-		require.NotZero(t, s.len(), "step %d: an empty watching set kept", step)
-		watching[pid] = sortedElems(s)
+// equalSets requires the sets in got to hold what want holds, key by key,
+// with no empty set kept.
+func equalSets[K, E comparable](t *testing.T, step int, what string, got map[K]smallSet[E], want map[K]map[E]bool) {
+	t.Helper()
+	g, w := map[K][]string{}, map[K][]string{}
+	for k, s := range got {
+		require.NotZero(t, s.len(), "step %d: an empty set kept in %s", step, what)
+		g[k] = sortedElems(s)
 	}
-	for pid, es := range m.watching {
-		wantWatching[pid] = sortedKeys(es)
+	for k, es := range want {
+		w[k] = sortedKeys(es)
 	}
-	require.Equal(t, wantWatching, watching, "step %d: what each local watcher watches", step)
+	require.Equal(t, w, g, "step %d: %s", step, what)
 }
 
 // Review: the relations keep their sets by value, reading one from its map,
