@@ -174,7 +174,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
-	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the window's end (or the stall's recovery): clusters with a leader, CPU, campaigns, the campaign gate, GC, and every coalescer, pair beat and gate counter that moved (0: none)")
+	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the last failover trial: clusters with a leader, CPU, campaigns, the campaign gate, GC, every gate counter that moved, and until the failovers every coalescer and pair beat counter that moved (0: none)")
 	fs.StringVar(&profile, "profile", "", "write CPU and blocking profiles of the run to PREFIX.cpu.pprof and PREFIX.block.pprof, and the heap after the first row settles to PREFIX.heap.pprof")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -378,7 +378,10 @@ type scaleRun struct {
 	trace     time.Duration
 	traceTo   io.Writer
 	stopTrace func()
-	spawned   atomic.Int64 // clusters whose recorder is in recs
+	// failing is set once the failover trials start: they stop and restart
+	// nodes, so the trace reads no node's counters from then on.
+	failing atomic.Bool
+	spawned atomic.Int64 // clusters whose recorder is in recs
 	// nodeDownCPU is NodeDownCPU, measured on the first node-kill trial.
 	nodeDownCPU float64
 }
@@ -588,7 +591,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.stall(ctx, &row); err != nil {
 		return row, err
 	}
-	s.endTrace() // the failovers kill nodes the trace would read
+	s.failing.Store(true)
 	if s.cfg.failovers > 0 && row.Leaderless == 0 {
 		row.FailoverCase = s.cfg.failoverCase
 		if row.Failover, err = s.failovers(ctx); err != nil {

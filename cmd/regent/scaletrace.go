@@ -34,6 +34,8 @@ type traceSample struct {
 	gcPause   uint64
 	coal      leader.CoalescerStats
 	gate      leader.CampaignGateStats
+	// withCoal says coal was read: not once the failovers stop nodes.
+	withCoal bool
 }
 
 // startTrace starts printing s's trace to w every period; stop ends it.
@@ -72,15 +74,17 @@ func (t *scaleTrace) sample() traceSample {
 	cpu, _ := cpuTime() // a failed read shows as 0%: the trace is for watching, the row's figures check it
 	smp := traceSample{at: time.Now(), cpu: cpu, campaigns: t.run.counters.allCampaigns.Load(),
 		numGC: ms.NumGC, gcPause: ms.PauseTotalNs, gate: leader.ReadCampaignGate()}
-	if t.run.nodes != nil {
+	if t.run.nodes != nil && !t.run.failing.Load() {
 		_, smp.coal = t.run.traffic()
+		smp.withCoal = true
 	}
 	return smp
 }
 
 // line is one period: elapsed time, clusters with a leader a majority
 // recognises, CPU as a share of one core, campaigns, heap, GC cycles and
-// their pause, then every coalescer and pair beat counter that moved.
+// their pause, then every coalescer and pair beat counter that moved
+// (until the failovers start) and every gate counter that moved.
 func (t *scaleTrace) line(start time.Time, a, b traceSample) string {
 	wall := b.at.Sub(a.at)
 	led, spawned := t.run.ledClusters()
@@ -88,16 +92,19 @@ func (t *scaleTrace) line(start time.Time, a, b traceSample) string {
 	fmt.Fprintf(&sb, "trace %6.1fs  led %d/%d  cpu %5.1f%%  campaigns %d  gate %d+%d  gc %d (%.1f ms)  goroutines %d",
 		b.at.Sub(start).Seconds(), led, spawned, 100*float64(b.cpu-a.cpu)/float64(wall), b.campaigns-a.campaigns,
 		b.gate.Holding, b.gate.Queued, b.numGC-a.numGC, float64(b.gcPause-a.gcPause)/1e6, runtime.NumGoroutine())
-	d := b.coal.Since(a.coal)
-	moved := map[string]uint64{
-		"entries_out": d.EntriesOut, "entries_in": d.EntriesIn, "deliveries": d.Deliveries, "held": d.Held,
-		"answered": d.Answered, "failed_frames": d.FailedFrames,
-	}
-	for k, v := range d.PairEvents() {
-		moved["pair_"+k] = v
-	}
-	for r, v := range d.Dropped {
-		moved["dropped_"+r] = v
+	moved := map[string]uint64{}
+	if a.withCoal && b.withCoal {
+		d := b.coal.Since(a.coal)
+		moved = map[string]uint64{
+			"entries_out": d.EntriesOut, "entries_in": d.EntriesIn, "deliveries": d.Deliveries, "held": d.Held,
+			"answered": d.Answered, "failed_frames": d.FailedFrames,
+		}
+		for k, v := range d.PairEvents() {
+			moved["pair_"+k] = v
+		}
+		for r, v := range d.Dropped {
+			moved["dropped_"+r] = v
+		}
 	}
 	ga, gb := a.gate.Counts(), b.gate.Counts()
 	for k, v := range gb {
