@@ -8,7 +8,8 @@
 // behavior's ProcessRun until the mailbox is empty; then the process sleeps
 // again and holds no goroutine, only its memory (runner goroutines are reused
 // for a moment and end when idle). Callbacks of one process therefore
-// never run concurrently. Processes on other nodes are reached through one
+// never run concurrently; at most GOMAXPROCS processes of a node run at
+// once, and the others woken wait their turn, oldest first (item 10). Processes on other nodes are reached through one
 // authenticated connection per node pair, dialled in the background on first
 // use (no caller ever waits for a dial); only types registered with
 // Network.RegisterTypes cross it.
@@ -75,6 +76,16 @@
 //     the host of the node name. Every refusal is counted in
 //     Network().Stats(); repeated failures are logged within a budget per
 //     kind (5 lines per 10 s), not once each.
+//  10. A node runs at most GOMAXPROCS (read at its first wake-up) woken
+//     processes at once; the rest wait their turn in the order they were
+//     woken, so a burst of thousands of wake-ups (every watcher of a lost
+//     node's processes) leaves the node's connections and timers the CPU
+//     they need. A behavior waiting in a Call gives its place back while
+//     it waits. One that blocks anywhere else (a channel, a sleep, I/O, a
+//     Send waiting for room) keeps it: when no waiting process has started
+//     for 10 ms, the node adds a place, given back once none waits. So
+//     blocking code delays others by 10 ms at most per place it holds;
+//     better still, do it on a goroutine of your own.
 //
 // Inside, a process target (the `to` of Send and Call, the target of Link
 // and Monitor) is decoded once, at the public method, into a target value

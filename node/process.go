@@ -19,6 +19,11 @@ type process struct {
 	behavior gen.ProcessBehavior
 	born     int64 // UnixNano at spawn
 	logLevel gen.LogLevel
+	// onWorker is set while a pool worker runs the process (and only
+	// then, never by ProcessInit on its spawner's goroutine); only that
+	// worker reads or writes it. A Call waiting there gives its slot back
+	// (pool.block).
+	onWorker bool
 
 	state atomic.Int32                  // a gen.ProcessState
 	trap  atomic.Bool                   // exits arrive as messages

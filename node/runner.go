@@ -1,6 +1,7 @@
 package node
 
 import (
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -41,12 +42,25 @@ const workerIdle = 100 * time.Millisecond
 // finishes a process takes the next without parking, so a burst of
 // wake-ups costs a few goroutine hand-offs, not one each.
 //
-// Promptness: a queued process never waits for a behavior to return, so a
-// behavior that blocks (in a Call, say) delays no other process. Whenever
-// runq holds a process, a worker has been called (coming > 0): woken from
-// idle or started, and not yet at runq, so running nothing. schedule calls
-// one when none is coming; a worker that takes a process and leaves others
-// queued calls another before it runs its own when none is coming.
+// Slots: at most bound workers run processes at once, bound being
+// GOMAXPROCS when the node starts. A burst of thousands of wake-ups (every
+// member watching the processes of a lost node) then waits in runq, oldest
+// first, instead of in the Go scheduler as as many runnable goroutines: the
+// node's own goroutines (connection readers and writers, timers) wait
+// behind at most bound processes, not behind the burst, so a heartbeat's
+// path keeps its pace while the burst is worked off. With a goroutine per
+// woken process, losing one node of five in `regent bench scale` (1,000
+// clusters) left those goroutines unscheduled for over 100 ms and cost
+// hundreds of clusters untouched by the loss their leaders.
+//
+// Promptness: a queued process never waits for long behind a behavior that
+// blocks. A behavior waiting in a Call gives its slot back while it waits
+// (block); whenever runq holds a process, a worker has been called
+// (coming > 0) or every slot is taken, and then the stall watch runs: when
+// no worker took a process from runq for stallAfter, a behavior blocks
+// elsewhere (a channel, a sleep, a send waiting for room) or runs long, and
+// the watch adds a slot and calls a worker. The slots added are given back
+// once runq is empty.
 //
 // The idle workers form a stack, not a queue: a busy node wakes the same
 // few workers, whose stacks stay grown and in cache, and the rest stay
@@ -62,7 +76,25 @@ type pool struct {
 	retirer *time.Timer // calls retire every workerIdle while a worker is parked; nil until first needed
 	armed   bool        // retirer is set to fire
 	stopped bool        // the node has stopped: workers end instead of parking
+	// running counts the workers running a process and not waiting in a
+	// Call; bound is how many may (base, GOMAXPROCS, plus the slots the
+	// stall watch added); taken counts the processes taken from runq.
+	running, bound, base int
+	taken                uint64
+	// watch fires stallAfter after it is armed (watching) while processes
+	// wait for a slot; watchFrom is taken then. stalls counts the slots
+	// it added.
+	watch     *time.Timer
+	watching  bool
+	watchFrom uint64
+	stalls    uint64
 }
+
+// stallAfter is how long processes may wait in runq, every slot taken,
+// without any taken from it, before the stall watch adds a slot: far above
+// what a behavior's callback takes (microseconds), far below a heartbeat
+// interval. A variable for tests only.
+var stallAfter = 10 * time.Millisecond
 
 // worker is one worker goroutine's parking place.
 type worker struct {
@@ -77,12 +109,78 @@ type worker struct {
 func (n *node) schedule(p *process) {
 	s := &n.pool
 	s.mu.Lock()
+	if s.base == 0 {
+		s.base = runtime.GOMAXPROCS(0)
+		s.bound = s.base
+	}
 	s.runq.push(p)
-	if s.coming > 0 {
+	if s.coming > 0 || s.running >= s.bound {
+		s.watchLocked(n)
 		s.mu.Unlock()
 		return
 	}
 	s.call(n) // unlocks
+}
+
+// watchLocked arms the stall watch when processes wait for a slot and it
+// is not armed yet. s.mu is held.
+func (s *pool) watchLocked(n *node) {
+	if s.watching || s.stopped || s.runq.n == 0 || s.running < s.bound {
+		return
+	}
+	s.watching, s.watchFrom = true, s.taken
+	if s.watch == nil {
+		s.watch = time.AfterFunc(stallAfter, func() { s.stalled(n) })
+		return
+	}
+	s.watch.Reset(stallAfter)
+}
+
+// stalled is the stall watch firing: when no process was taken from runq
+// since it was armed, every slot is held by a behavior that blocks or runs
+// long, and one more slot lets the oldest queued process run.
+func (s *pool) stalled(n *node) {
+	s.mu.Lock()
+	s.watching = false
+	if s.stopped || s.runq.n == 0 {
+		s.mu.Unlock()
+		return
+	}
+	if s.taken != s.watchFrom || s.running < s.bound {
+		s.watchLocked(n) // progress: watch on while processes wait
+		s.mu.Unlock()
+		return
+	}
+	s.bound = s.running + 1
+	s.stalls++
+	places := s.bound
+	s.watchLocked(n)
+	if s.coming == 0 {
+		s.call(n) // unlocks
+	} else {
+		s.mu.Unlock()
+	}
+	n.log.Debug("no woken process started for %v, every place held by a behavior that blocks or runs long: %d places now", stallAfter, places)
+}
+
+// block gives the slot of the worker running p back while p's behavior
+// waits in a Call, calling a worker for runq if need be; unblock takes it
+// again when the wait ends, even over bound (the worker only finishes its
+// process before it looks at runq again). Only p's worker calls them.
+func (s *pool) block(n *node) {
+	s.mu.Lock()
+	s.running--
+	if s.runq.n > 0 && s.coming == 0 && s.running < s.bound {
+		s.call(n) // unlocks
+		return
+	}
+	s.mu.Unlock()
+}
+
+func (s *pool) unblock() {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
 }
 
 // call wakes the worker that parked last, or starts one when none is
@@ -110,15 +208,22 @@ func (n *node) work() {
 	for {
 		s.mu.Lock()
 		s.coming--
-		for s.runq.n > 0 {
+		for s.runq.n > 0 && s.running < s.bound {
 			p := s.runq.pop().(*process)
-			if s.runq.n > 0 && s.coming == 0 {
+			s.running++
+			s.taken++
+			if s.runq.n > 0 && s.coming == 0 && s.running < s.bound {
 				s.call(n) // unlocks
 			} else {
+				s.watchLocked(n)
 				s.mu.Unlock()
 			}
 			p.run()
 			s.mu.Lock()
+			s.running--
+		}
+		if s.runq.n == 0 {
+			s.bound = s.base // the slots the stall watch added are given back
 		}
 		s.runq.trim()
 		if s.stopped {
@@ -185,7 +290,10 @@ func (s *pool) stop() {
 	if s.retirer != nil {
 		s.retirer.Stop()
 	}
-	s.armed = false
+	if s.watch != nil {
+		s.watch.Stop()
+	}
+	s.armed, s.watching = false, false
 	s.mu.Unlock()
 }
 
@@ -234,7 +342,9 @@ func (p *process) requestTerminate(reason error) {
 	p.wake()
 }
 
+// run runs the process on a pool worker until its mailbox is empty.
 func (p *process) run() {
+	p.onWorker = true
 	for {
 		if reason := p.kill.Load(); reason != nil {
 			p.terminate(*reason)
@@ -244,10 +354,13 @@ func (p *process) run() {
 			p.terminate(reason)
 			return
 		}
+		// Cleared before the process may be woken onto another worker.
+		p.onWorker = false
 		p.state.Store(int32(gen.ProcessStateSleep))
 		if !p.pending() || !p.state.CompareAndSwap(int32(gen.ProcessStateSleep), int32(gen.ProcessStateRunning)) {
 			return
 		}
+		p.onWorker = true
 	}
 }
 

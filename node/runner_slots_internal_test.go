@@ -1,0 +1,134 @@
+package node
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/act"
+	"github.com/regent-go/regent/gen"
+)
+
+// slotsWait bounds the polls of these tests: generous for a loaded machine.
+const slotsWait = 10 * time.Second
+
+// slotProbe runs onMessage for each message it is sent.
+type slotProbe struct {
+	act.Actor
+	onMessage func(from gen.PID, message any) error
+}
+
+func (p *slotProbe) HandleMessage(from gen.PID, message any) error { return p.onMessage(from, message) }
+
+func startSlotsNode(t *testing.T, name gen.Atom) *node {
+	t.Helper()
+	g, err := Start(name, gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}, Log: gen.LogOptions{Level: gen.LogLevelError}})
+	require.NoError(t, err)
+	t.Cleanup(g.Stop)
+	return g.(*node)
+}
+
+func spawnSlotProbe(t *testing.T, n *node, onMessage func(from gen.PID, message any) error) gen.PID {
+	t.Helper()
+	pid, err := n.Spawn(func() gen.ProcessBehavior { return &slotProbe{onMessage: onMessage} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	return pid
+}
+
+// poolCounts reads the pool's slots and stall count under its lock.
+func poolCounts(n *node) (bound, base int, stalls uint64) {
+	n.pool.mu.Lock()
+	defer n.pool.mu.Unlock()
+	return n.pool.bound, n.pool.base, n.pool.stalls
+}
+
+func TestABurstOfWakeUpsRunsAtMostGOMAXPROCSBehaviorsAtOnce(t *testing.T) {
+	n := startSlotsNode(t, "slots-burst@localhost")
+	var inside, most atomic.Int64
+	var done atomic.Int64
+	const burst = 400
+	var pids []gen.PID
+	for range burst {
+		pids = append(pids, spawnSlotProbe(t, n, func(gen.PID, any) error {
+			now := inside.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			// Yielding lets the Go scheduler run other goroutines: were
+			// each woken process on a goroutine of its own, the burst's
+			// callbacks would overlap here.
+			for range 20 {
+				runtime.Gosched()
+			}
+			inside.Add(-1)
+			done.Add(1)
+			return nil
+		}))
+	}
+	for _, pid := range pids {
+		require.NoError(t, n.Send(pid, "wake"))
+	}
+	require.Eventually(t, func() bool { return done.Load() == burst }, slotsWait, time.Millisecond)
+	bound, base, stalls := poolCounts(n)
+	require.Equal(t, runtime.GOMAXPROCS(0), base)
+	require.LessOrEqual(t, most.Load(), int64(base)+int64(stalls),
+		"behaviors running at once: GOMAXPROCS, plus a slot per stall the watch saw (%d)", stalls)
+	require.Eventually(t, func() bool { b, _, _ := poolCounts(n); return b == base }, slotsWait, time.Millisecond,
+		"once runq is empty the slots the watch added are given back (bound %d)", bound)
+}
+
+func TestAProcessWaitingInACallHoldsNoSlot(t *testing.T) {
+	// Without the stall watch, only the slots given back by the waiting
+	// Calls can run the process woken after them.
+	before := stallAfter
+	t.Cleanup(func() { stallAfter = before }) // after the node's stop, registered later
+	stallAfter = time.Hour
+	n := startSlotsNode(t, "slots-call@localhost")
+	var calling atomic.Int64
+	server, err := n.Spawn(func() gen.ProcessBehavior { return &heldServer{} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	slots := runtime.GOMAXPROCS(0)
+	for range slots {
+		caller, err := n.Spawn(func() gen.ProcessBehavior {
+			return &slotCaller{server: server, calling: &calling}
+		}, gen.ProcessOptions{})
+		require.NoError(t, err)
+		require.NoError(t, n.Send(caller, "call"))
+	}
+	require.Eventually(t, func() bool { return calling.Load() == int64(slots) }, slotsWait, time.Millisecond,
+		"as many callers wait in a Call as there are slots")
+	ran := make(chan struct{}, 1)
+	other := spawnSlotProbe(t, n, func(gen.PID, any) error { ran <- struct{}{}; return nil })
+	require.NoError(t, n.Send(other, "hello"))
+	select {
+	case <-ran:
+	case <-time.After(slotsWait):
+		t.Fatal("a process woken while every slot's behavior waits in a Call never ran")
+	}
+	_, _, stalls := poolCounts(n)
+	require.Zero(t, stalls, "no stall: the Calls gave their slots back")
+}
+
+// heldServer takes Calls and answers none (act's HandleCall returning
+// nil, nil): its callers wait until their node stops.
+type heldServer struct{ act.Actor }
+
+func (s *heldServer) HandleCall(gen.PID, gen.Ref, any) (any, error) { return nil, nil }
+
+func (s *heldServer) HandleMessage(gen.PID, any) error { return nil }
+
+// slotCaller calls server on any message, counting itself in calling
+// while it waits.
+type slotCaller struct {
+	act.Actor
+	server  gen.PID
+	calling *atomic.Int64
+}
+
+func (c *slotCaller) HandleMessage(gen.PID, any) error {
+	c.calling.Add(1)
+	_, _ = c.CallWithTimeout(c.server, "wait", 600)
+	return nil
+}
