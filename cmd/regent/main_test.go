@@ -251,6 +251,7 @@ func TestBench(t *testing.T) {
 		assert.GreaterOrEqual(t, rows[0].Failover.N, 2)
 		assert.Equal(t, 2, rows[0].FailoverAlone.N)
 		assert.Positive(t, rows[0].NodeDownCPU, "the survivors' CPU with the node down")
+		assert.Len(t, rows[0].OthersReElected, 2, "the clusters the loss did not touch, counted per kill")
 	})
 	t.Run("scale runs with the timings it is given", func(t *testing.T) {
 		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "500ms", "--json",

@@ -128,6 +128,10 @@ type scaleRow struct {
 	// down: what losing a node costs the survivors while its members stay
 	// in the views (GhostTTL).
 	NodeDownCPU float64 `json:"node_down_cpu_share,omitempty"`
+	// OthersReElected is, for each node-kill trial, how many clusters whose
+	// leader was elsewhere had a new term by the time elections had stopped:
+	// what the loss cost the clusters it did not touch (0 is the target).
+	OthersReElected []int `json:"node_kill_others_reelected,omitempty"`
 	// FailoverError says why the failover trials stopped early (a cluster
 	// that found no new leader in time is a finding, not a failed run).
 	FailoverError string `json:"failover_error,omitempty"`
@@ -267,7 +271,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	nodeKill := cfg.failoverCase == "node-kill" && cfg.failovers > 0
 	downColumn := ""
 	if nodeKill {
-		downColumn = "CPU % node down\t"
+		downColumn = "CPU % node down\tothers re-elected per kill\t"
 	}
 	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tfloor %\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t"+downColumn)
 	for _, r := range rows {
@@ -305,6 +309,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 			if r.NodeDownCPU > 0 {
 				down = fmt.Sprintf("%.1f\t", 100*r.NodeDownCPU)
 			}
+			down += othersColumn(r.OthersReElected) + "\t"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
 			100*r.CPUShare, 100*r.IdleFloor, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone, down)
@@ -322,7 +327,9 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)
 	}
 	if err == nil && nodeKill {
-		_, err = fmt.Fprintf(env.stdout, "CPU node down: the process's CPU over %s once the first node-kill trial's clusters have new leaders, the node still down.\n", nodeDownSpan)
+		_, err = fmt.Fprintf(env.stdout, "CPU node down: the process's CPU over %s once the first node-kill trial's clusters have new leaders, the node still down.\n"+
+			"Others re-elected: per kill, the clusters led from another node that had a new term once elections stopped\n"+
+			"(mean, max, and in how many kills any); the target is 0.\n", nodeDownSpan)
 	}
 	return err
 }
@@ -382,8 +389,10 @@ type scaleRun struct {
 	// nodes, so the trace reads no node's counters from then on.
 	failing atomic.Bool
 	spawned atomic.Int64 // clusters whose recorder is in recs
-	// nodeDownCPU is NodeDownCPU, measured on the first node-kill trial.
-	nodeDownCPU float64
+	// nodeDownCPU is NodeDownCPU, measured on the first node-kill trial;
+	// othersReElected is OthersReElected.
+	nodeDownCPU     float64
+	othersReElected []int
 }
 
 // options are member i's of cluster k.
@@ -601,6 +610,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 			row.FailoverError = err.Error()
 		}
 		row.NodeDownCPU = s.nodeDownCPU
+		row.OthersReElected = s.othersReElected
 	}
 	return row, nil
 }
@@ -816,10 +826,15 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	// The clusters that lose their leader with the node, as their members see it now.
 	var hit []int
 	var before []leader.Agreement
+	others := map[int]uint64{} // the other clusters agreed on a leader: their terms
 	for k, rec := range s.recs {
-		if a, ok, _ := rec.agreed(0, gen.PID{}, s.quorum()); ok && a.Leader == s.nodes.Name(victim) {
+		a, ok, _ := rec.agreed(0, gen.PID{}, s.quorum())
+		switch {
+		case ok && a.Leader == s.nodes.Name(victim):
 			hit = append(hit, k)
 			before = append(before, a)
+		case ok:
+			others[k] = a.Term
 		}
 	}
 	t0 := time.Now()
@@ -857,6 +872,16 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 		}
 		s.nodeDownCPU = float64(c1-c0) / float64(time.Since(start))
 	}
+	if _, _, err := s.quietAfter(ctx, t0, "losing a node"); err != nil {
+		return nil, err
+	}
+	reElected := 0
+	for k, term := range others {
+		if a, ok, _ := s.recs[k].agreed(0, gen.PID{}, s.quorum()); !ok || a.Term != term {
+			reElected++
+		}
+	}
+	s.othersReElected = append(s.othersReElected, reElected)
 	if err := s.nodes.Restart(victim); err != nil {
 		return nil, err
 	}
@@ -878,6 +903,23 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 		return nil, err
 	}
 	return took, nil
+}
+
+// othersColumn is the "others re-elected per kill" cell: the mean over the
+// kills, the largest, and in how many kills there were any.
+func othersColumn(per []int) string {
+	if len(per) == 0 {
+		return "-"
+	}
+	sum, most, any := 0, 0, 0
+	for _, n := range per {
+		sum += n
+		most = max(most, n)
+		if n > 0 {
+			any++
+		}
+	}
+	return fmt.Sprintf("%.1f, max %d, %d of %d", float64(sum)/float64(len(per)), most, any, len(per))
 }
 
 // nodeDownSpan is how long NodeDownCPU is measured: within the default
