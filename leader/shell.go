@@ -418,9 +418,19 @@ func (a *Actor) answeredAhead(out election.Outbound) bool {
 // sendTo sends message to a member by its PID when known, by name otherwise.
 func (a *Actor) sendTo(pid gen.PID, name gen.ProcessID, message any) error {
 	if pid != (gen.PID{}) {
+		if s, ok := a.Process.(pidSender); ok {
+			return s.SendPID(pid, message)
+		}
 		return a.Send(pid, message)
 	}
 	return a.Send(name, message)
+}
+
+// pidSender is a process that sends to a PID passed as such (node's
+// processes do): the PID boxed for Send would be an allocation per message,
+// most of an election burst's garbage of its size.
+type pidSender interface {
+	SendPID(to gen.PID, message any) error
 }
 
 // reconfirmTick is the self-sent timer of Options.ConfirmInterval, tagged

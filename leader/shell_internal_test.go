@@ -157,3 +157,34 @@ func pollFor(cond func() bool) bool {
 	}
 	return cond()
 }
+
+// pidSends records which of Send and SendPID a send took.
+type pidSends struct {
+	gen.Process
+	byPID, byAny []any
+}
+
+func (p *pidSends) Send(to any, message any) error {
+	p.byAny = append(p.byAny, to)
+	return nil
+}
+
+func (p *pidSends) SendPID(to gen.PID, message any) error {
+	p.byPID = append(p.byPID, to)
+	return nil
+}
+
+// A member sends to a peer whose PID it knows through SendPID, which takes
+// the PID unboxed (an allocation less per message), and by name through
+// Send.
+func TestSendToAPIDTakesSendPID(t *testing.T) {
+	p := &pidSends{}
+	a := &Actor{}
+	a.Process = p
+	pid := gen.PID{Node: "b@h", ID: 7, Creation: 1}
+	name := gen.ProcessID{Name: "c", Node: "b@h"}
+	require.NoError(t, a.sendTo(pid, name, "m"))
+	require.NoError(t, a.sendTo(gen.PID{}, name, "m"))
+	assert.Equal(t, []any{pid}, p.byPID)
+	assert.Equal(t, []any{name}, p.byAny)
+}

@@ -28,21 +28,26 @@ func (p *process) refusal() error {
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
 	if pid, isPID := to.(gen.PID); isPID && pid.Node != "" {
-		// The common case, a process by PID, skips parseTarget, and a local
-		// one building a target too.
-		if pid.Node != n.name {
-			return n.sendTo(from, pidTarget(pid), message)
-		}
-		if p := n.lookup(pid); p != nil {
-			return p.sendMessage(from, message)
-		}
-		return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
+		return n.sendPID(from, pid, message)
 	}
 	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return n.sendTo(from, t, message)
+}
+
+// sendPID sends message to the process pid, which names a node: the
+// common case, which skips parseTarget, and for a local process building a
+// target too.
+func (n *node) sendPID(from gen.PID, pid gen.PID, message any) error {
+	if pid.Node != n.name {
+		return n.sendTo(from, pidTarget(pid), message)
+	}
+	if p := n.lookup(pid); p != nil {
+		return p.sendMessage(from, message)
+	}
+	return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
 }
 
 // sendTo sends message to t, a process here or on another node.

@@ -86,6 +86,7 @@ var stateFields = map[string]string{
 	"memberStore.views":   "not copied (see Core.store)",
 	"memberStore.used":    "not copied (see Core.store)",
 	"memberStore.members": "not copied (see Core.store)",
+	"memberStore.room":    "not copied (see Core.store)",
 	"memberStore.lead":    "not copied (see Core.store); Core.lead, when it points here, is copied",
 	"ViewStamp.Lineage":   "value; keyed",
 	"ViewStamp.Key":       "value; keyed",

@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -196,7 +197,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(),
-		store:    &memberStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
+		store:    newMemberStore(bootstrapSize(cfg)),
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
@@ -218,6 +219,18 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 	c.armCampaign(now)
 	c.armProbe()
 	return c, nil
+}
+
+// bootstrapSize is how many members cfg declares, itself included: its
+// Bootstrap's distinct nodes other than its own, and itself.
+func bootstrapSize(cfg Config) int {
+	n := 1
+	for i, p := range cfg.Bootstrap {
+		if p.Node != cfg.Self.Node && !slices.ContainsFunc(cfg.Bootstrap[:i], func(q gen.ProcessID) bool { return q.Node == p.Node }) {
+			n++
+		}
+	}
+	return n
 }
 
 // out is the agreed cluster this member is outside of; zero when none.

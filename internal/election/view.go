@@ -106,11 +106,31 @@ type memberStore struct {
 	views [storeViews]View
 	used  uint8
 	// members is room for the first member list a kept view holds; nil
-	// once taken.
+	// once taken. It is room, below, for a cluster of up to storeRoom
+	// members, so that the list shares the store's allocation: made apart
+	// it would be the one object of its size class a member keeps, and
+	// pin a page of the burst's garbage of that size.
 	members []gen.ProcessID
 	// lead is the leadership of the member's latest term as leader
 	// (newLeadership).
 	lead leadership
+	room [storeRoom]gen.ProcessID
+}
+
+// storeRoom is how many members the store's own room for a member list
+// holds: a cluster of five, the default, fills a store of 480 bytes.
+const storeRoom = 5
+
+// newMemberStore makes the store of a member of a cluster of up to size
+// members.
+func newMemberStore(size int) *memberStore {
+	s := &memberStore{}
+	if size <= storeRoom {
+		s.members = s.room[:0:storeRoom]
+	} else {
+		s.members = make([]gen.ProcessID, 0, size)
+	}
+	return s
 }
 
 // storeViews is how many views a store keeps: a formation's leader

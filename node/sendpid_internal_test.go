@@ -1,0 +1,63 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// heldProcess keeps its gen.Process for the test and leaves its mailbox
+// alone until released, so that what the test sends it stays queued.
+type heldProcess struct {
+	process chan gen.Process
+	release chan struct{}
+}
+
+func (h *heldProcess) ProcessInit(p gen.Process, args ...any) error {
+	h.process <- p
+	return nil
+}
+
+func (h *heldProcess) ProcessRun() error {
+	<-h.release
+	return gen.TerminateReasonNormal
+}
+
+func (h *heldProcess) ProcessTerminate(error) {}
+
+// SendPID, the send an election member makes to each peer many times a
+// second, allocates nothing for the address it is given: Send, given the
+// same PID as an any, boxes it on every call.
+func TestSendPIDAllocatesNoAddress(t *testing.T) {
+	n, err := Start("sendpid@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
+	require.NoError(t, err)
+	defer n.Stop()
+	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
+	defer close(h.release)
+	from, err := n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	to, err := n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	p := <-h.process
+	require.Equal(t, from, p.PID())
+	<-h.process
+
+	sender, ok := p.(interface {
+		SendPID(gen.PID, any) error
+	})
+	require.True(t, ok, "a node's process has SendPID")
+	var message any = "m" // boxed once, as the election's messages come
+	// The queue links a pooled 4 KiB segment every 32 messages: below one
+	// allocation per send on average, which AllocsPerRun rounds down.
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := sender.SendPID(to, message); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per SendPID")
+	require.NoError(t, sender.SendPID(to, message))
+	assert.ErrorIs(t, sender.SendPID(gen.PID{Node: n.Name(), ID: 1 << 40}, message), gen.ErrProcessUnknown)
+}
