@@ -187,7 +187,7 @@ func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byt
 		b = appendStamp(b, p.acked)
 		b = binary.AppendUvarint(b, p.ackedTerm)
 		b = appendPID(b, p.endedPID())
-		b = appendPID(b, p.reported)
+		b = appendPID(b, p.reportedPID())
 		b = appendBools(b, p.declared, p.answered, !p.unreachableSince.IsZero(),
 			!p.lastInbound.IsZero(), !p.lastReply.IsZero(), !p.lastSend.IsZero(), p.sendFailing,
 			!p.steadySince.IsZero(), !p.steadySince.IsZero() && at.Sub(p.steadySince) >= cfg.PreferStableFor,

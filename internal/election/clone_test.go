@@ -114,12 +114,13 @@ var stateFields = map[string]string{
 	"peer.ackedTerm":        "value; keyed",
 	"peer.memberSince":      "value; keyed as set and as silent past GhostTTL at now",
 	"peer.declines":         "value; keyed",
-	"peer.reported":         "value; keyed",
+	"peer.reportedIsPID":    "value; keyed as reportedPID",
 	"peer.rare":             "deep copy; keyed through its fields",
 
 	"peerRare.ended":    "value; keyed as set: the text only explains",
 	"peerRare.endedPID": "value; keyed",
 	"peerRare.sendErr":  "shared immutable error; not keyed: inspection only",
+	"peerRare.reported": "value; keyed as reportedPID",
 
 	"clock.origin": "value; not keyed: the instants are keyed as the predicates on their times",
 

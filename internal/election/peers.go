@@ -23,6 +23,9 @@ type peer struct {
 	sendFailing bool // the shell reported the last send to it failed
 	// declines: its last acknowledgement said it would not take leadership.
 	declines bool
+	// reportedIsPID: the PID last reported to HandlePeerJoined is pid (see
+	// reportedPID).
+	reportedIsPID bool
 	// unreachableSince is non-zero while its connection is down.
 	unreachableSince instant
 	lastInbound      instant // last valid protocol message from it
@@ -43,8 +46,6 @@ type peer struct {
 	// the leader's term.
 	acked     ViewStamp
 	ackedTerm uint64
-	// reported is the PID last reported to HandlePeerJoined, zero when none.
-	reported gen.PID
 	// rare holds what few peers ever have; nil until one of its fields is set.
 	rare *peerRare
 }
@@ -57,6 +58,53 @@ type peerRare struct {
 	ended    string
 	endedPID gen.PID
 	sendErr  error // why the last send failed, for inspection
+	// reported is the PID last reported to HandlePeerJoined when that is
+	// not pid (pid changed or was forgotten since; see reportedPID).
+	reported gen.PID
+}
+
+// reportedPID is the PID last reported to HandlePeerJoined, zero when none.
+// Nearly always it is pid, which a flag says: a PID of its own would be 32
+// of a peer's bytes, which fit an allocation of 192 without it.
+func (p *peer) reportedPID() gen.PID {
+	switch {
+	case p.reportedIsPID:
+		return p.pid
+	case p.rare != nil:
+		return p.rare.reported
+	}
+	return gen.PID{}
+}
+
+// setReported records pid as the PID last reported to HandlePeerJoined.
+func (p *peer) setReported(pid gen.PID) {
+	p.reportedIsPID = pid != (gen.PID{}) && pid == p.pid
+	switch {
+	case p.reportedIsPID || pid == (gen.PID{}):
+		if p.rare != nil {
+			p.rare.reported = gen.PID{}
+		}
+	default:
+		p.rareFields().reported = pid
+	}
+}
+
+// setPID changes p's PID, keeping the one last reported to
+// HandlePeerJoined when that was the old one.
+func (p *peer) setPID(pid gen.PID) {
+	if p.reportedIsPID && pid != p.pid {
+		p.reportedIsPID = false
+		p.rareFields().reported = p.pid
+	}
+	p.pid = pid
+}
+
+// rareFields is p.rare, made when nil.
+func (p *peer) rareFields() *peerRare {
+	if p.rare == nil {
+		p.rare = &peerRare{}
+	}
+	return p.rare
 }
 
 // ended is why p's process ended, "" when it did not (see peerRare).
@@ -77,10 +125,8 @@ func (p *peer) endedPID() gen.PID {
 
 // setEnded records why p's process pid ended.
 func (p *peer) setEnded(why string, pid gen.PID) {
-	if p.rare == nil {
-		p.rare = &peerRare{}
-	}
-	p.rare.ended, p.rare.endedPID = why, pid
+	r := p.rareFields()
+	r.ended, r.endedPID = why, pid
 }
 
 // clearEnded forgets why p's process ended (it spoke again); endedPID stays.
@@ -100,13 +146,10 @@ func (p *peer) lastSendErr() error {
 
 // setSendErr records why the last send to p failed.
 func (p *peer) setSendErr(err error) {
-	if p.rare == nil {
-		if err == nil {
-			return
-		}
-		p.rare = &peerRare{}
+	if p.rare == nil && err == nil {
+		return
 	}
-	p.rare.sendErr = err
+	p.rareFields().sendErr = err
 }
 
 // started is p's start time, zero when unknown.

@@ -153,7 +153,7 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 		}
 		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
 			p.ackedTerm != c.term || p.acked != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
-			p.lastInbound > p.lastReply || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
+			p.lastInbound > p.lastReply || p.reportedPID() != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
 			return SteadyBeat{}, false
 		}
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
