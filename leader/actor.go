@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/regent-go/regent/act"
@@ -215,11 +216,14 @@ type actorOptions struct {
 	coalesce bool
 }
 
+// wireTypes is NetworkTypes, made once: every member checks them at spawn.
+var wireTypes = sync.OnceValue(NetworkTypes)
+
 // checkRegistered fails when the election's wire types are not registered on
 // the node: an unregistered vote fails to encode on every send, and the node
 // would look healthy while never joining an election.
 func checkRegistered(network gen.Network) error {
-	for _, t := range NetworkTypes() {
+	for _, t := range wireTypes() {
 		if !network.IsRegistered(t) {
 			return fmt.Errorf("leader: wire type %T is not registered on this node; call node.Network().RegisterTypes(leader.NetworkTypes()) before spawning: %w", t, gen.ErrUnregistered)
 		}

@@ -344,8 +344,8 @@ func (c *Core) memberStatus(p *peer) MemberStatus {
 		UnreachableSince: c.clock.time(p.unreachableSince), SendError: sendErr, Started: p.started(),
 	}
 	if c.role == RoleLeader && ms.InView {
-		ms.Acked = p.acked
-		ms.Lags = p.ackedTerm != c.term || p.acked.Lineage != c.view.Stamp.Lineage || p.acked.Key != c.view.Stamp.Key
+		ms.Acked = p.ackedStamp()
+		ms.Lags = p.ackedTerm != c.term || p.ackedLineage != c.view.Stamp.Lineage || p.ackedKey != c.view.Stamp.Key
 	}
 	return ms
 }

@@ -184,7 +184,7 @@ func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byt
 		b = appendProcessID(b, p.id)
 		b = appendPID(b, p.pid)
 		b = binary.AppendVarint(b, p.startedNanos)
-		b = appendStamp(b, p.acked)
+		b = appendStamp(b, p.ackedStamp())
 		b = binary.AppendUvarint(b, p.ackedTerm)
 		b = appendPID(b, p.endedPID())
 		b = appendPID(b, p.reportedPID())

@@ -196,7 +196,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		votedFor: hs.VotedFor,
 		view:     hs.View,
 		clock:    clock{origin: now},
-		peers:    newPeerTable(),
+		peers:    newPeerTable(cfg.Self.Node, cfg.Bootstrap, hs.View.members()),
 		store:    newMemberStore(bootstrapSize(cfg)),
 	}
 	for _, p := range cfg.Bootstrap {

@@ -2,6 +2,7 @@ package election
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -26,6 +27,8 @@ type peer struct {
 	// reportedIsPID: the PID last reported to HandlePeerJoined is pid (see
 	// reportedPID).
 	reportedIsPID bool
+	// ackedAgreed is the Agreed of the stamp it acked (see ackedStamp).
+	ackedAgreed bool
 	// unreachableSince is non-zero while its connection is down.
 	unreachableSince instant
 	lastInbound      instant // last valid protocol message from it
@@ -41,11 +44,14 @@ type peer struct {
 	// startedNanos is its start time, from its messages, as they carry it
 	// (startedNanos); zero when unknown. See started.
 	startedNanos int64
-	// acked is the view stamp it last acknowledged to this member as leader,
-	// at term ackedTerm; a view is committed when a majority acked its key at
-	// the leader's term.
-	acked     ViewStamp
-	ackedTerm uint64
+	// ackedLineage, ackedKey and ackedAgreed are the view stamp it last
+	// acknowledged to this member as leader, at term ackedTerm; a view is
+	// committed when a majority acked its key at the leader's term. Kept
+	// apart, not as one ViewStamp, so that Agreed packs with the flags above:
+	// four peers then fit an allocation of 768 (see newPeerTable).
+	ackedLineage Lineage
+	ackedKey     ViewKey
+	ackedTerm    uint64
 	// rare holds what few peers ever have; nil until one of its fields is set.
 	rare *peerRare
 }
@@ -105,6 +111,11 @@ func (p *peer) rareFields() *peerRare {
 		p.rare = &peerRare{}
 	}
 	return p.rare
+}
+
+// ackedStamp is the view stamp p last acknowledged to this member as leader.
+func (p *peer) ackedStamp() ViewStamp {
+	return ViewStamp{Lineage: p.ackedLineage, Key: p.ackedKey, Agreed: p.ackedAgreed}
 }
 
 // ended is why p's process ended, "" when it did not (see peerRare).
@@ -209,7 +220,33 @@ type peerTable struct {
 	list   []*peer
 }
 
-func newPeerTable() peerTable { return peerTable{} }
+// newPeerTable is the table of the members ids name on nodes other than
+// self, the first name of a node winning as with ensure. Their peers are
+// made in one allocation, with the Core and before any election: each
+// apart, among the election burst's messages of their size, would pin
+// pages of that garbage (four fit 768 bytes). Peers added later are made
+// one by one.
+func newPeerTable(self gen.Atom, ids ...[]gen.ProcessID) peerTable {
+	var nodes []gen.ProcessID
+	for _, list := range ids {
+		for _, id := range list {
+			if id.Node != self && !slices.ContainsFunc(nodes, func(n gen.ProcessID) bool { return n.Node == id.Node }) {
+				nodes = append(nodes, id)
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return peerTable{}
+	}
+	slices.SortFunc(nodes, func(a, b gen.ProcessID) int { return strings.Compare(string(a.Node), string(b.Node)) })
+	t := peerTable{sorted: make([]gen.Atom, len(nodes)), list: make([]*peer, len(nodes))}
+	block := make([]peer, len(nodes))
+	for i, id := range nodes {
+		block[i].id = id
+		t.sorted[i], t.list[i] = id.Node, &block[i]
+	}
+	return t
+}
 
 func (t *peerTable) get(node gen.Atom) *peer {
 	if i, found := slices.BinarySearch(t.sorted, node); found {

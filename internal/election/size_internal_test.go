@@ -2,9 +2,13 @@ package election
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
 )
 
 // TestCoreFitsItsAllocation checks that a Core, which every member holds,
@@ -14,8 +18,10 @@ import (
 // move behind a pointer before raising it.
 func TestCoreFitsItsAllocation(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(Core{}), uintptr(1024-8))
-	// Each member holds one peer per other member, in allocations of 192.
-	assert.LessOrEqual(t, unsafe.Sizeof(peer{}), uintptr(192))
+	// Each member holds one peer per other member, those it starts with in
+	// one allocation: a cluster of five's four in one of 768 (with the
+	// allocator's header).
+	assert.LessOrEqual(t, 4*unsafe.Sizeof(peer{})+8, uintptr(768))
 	// And one store, with room for the members of a cluster of five, in an
 	// allocation of 480.
 	assert.LessOrEqual(t, unsafe.Sizeof(memberStore{}), uintptr(480))
@@ -58,4 +64,36 @@ func TestReportedPeersNeedNoRareFields(t *testing.T) {
 			assert.Equal(t, p.pid, p.reportedPID(), "member %d's peer %s", i, p.id.Node)
 		}
 	}
+}
+
+// A formation's electorate and its voters' reports, which the campaign
+// reads at every answer of an election's burst, are made in one allocation
+// each.
+func TestElectorateIsOneAllocation(t *testing.T) {
+	nw := newNetwork(t, 5, 1, nil)
+	c := nw.node(1).core
+	c.open(time.Unix(100, 0), c.term+1, true, false)
+	require.True(t, c.camp.formation)
+	assert.Equal(t, []gen.Atom{nodeName(2), nodeName(3), nodeName(4), nodeName(5)}, c.electorate())
+	assert.LessOrEqual(t, testing.AllocsPerRun(50, func() { _ = c.electorate() }), 1.0)
+	assert.LessOrEqual(t, testing.AllocsPerRun(50, func() { _ = c.camp.reports() }), 1.0)
+}
+
+// The peers a member starts with, its Bootstrap's and its stored view's,
+// are made in one allocation with its Core, sorted by node, the first name
+// of a node winning; a peer added later is made apart.
+func TestStartingPeersShareOneAllocation(t *testing.T) {
+	id := func(name, node string) gen.ProcessID { return gen.ProcessID{Name: gen.Atom(name), Node: gen.Atom(node)} }
+	tab := newPeerTable("a@h", []gen.ProcessID{id("x", "d@h"), id("x", "a@h"), id("x", "b@h"), id("y", "d@h")},
+		[]gen.ProcessID{id("z", "c@h"), id("z", "b@h")})
+	require.Equal(t, []gen.Atom{"b@h", "c@h", "d@h"}, tab.sorted)
+	assert.Equal(t, []gen.ProcessID{id("x", "b@h"), id("z", "c@h"), id("x", "d@h")},
+		[]gen.ProcessID{tab.list[0].id, tab.list[1].id, tab.list[2].id})
+	for i := 1; i < len(tab.list); i++ {
+		assert.Same(t, tab.list[i], &unsafe.Slice(tab.list[0], len(tab.list))[i], "peer %d in the first one's block", i)
+	}
+	later := tab.ensure(id("x", "e@h"))
+	assert.Same(t, later, tab.get("e@h"))
+	assert.Equal(t, 4, len(tab.list))
+	assert.Empty(t, newPeerTable("a@h", nil).list)
 }
