@@ -83,7 +83,9 @@ func TestElectorateIsOneAllocation(t *testing.T) {
 // are made in one allocation with its Core, sorted by node, the first name
 // of a node winning; a peer added later is made apart.
 func TestStartingPeersShareOneAllocation(t *testing.T) {
-	id := func(name, node string) gen.ProcessID { return gen.ProcessID{Name: gen.Atom(name), Node: gen.Atom(node)} }
+	id := func(name, node string) gen.ProcessID {
+		return gen.ProcessID{Name: gen.Atom(name), Node: gen.Atom(node)}
+	}
 	tab := newPeerTable("a@h", []gen.ProcessID{id("x", "d@h"), id("x", "a@h"), id("x", "b@h"), id("y", "d@h")},
 		[]gen.ProcessID{id("z", "c@h"), id("z", "b@h")})
 	require.Equal(t, []gen.Atom{"b@h", "c@h", "d@h"}, tab.sorted)
