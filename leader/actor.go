@@ -144,7 +144,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.Log().Warning("leader: %s", w)
 	}
 	if options.MinClusterSize == 0 {
-		a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", cfg.MinClusterSize)
+		if a.logs(gen.LogLevelInfo) {
+			a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", cfg.MinClusterSize)
+		}
 	}
 	var hs election.HardState
 	if options.StateFile != "" {
@@ -182,7 +184,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	// Role, not Status, unless it is unclustered: Status copies the view
 	// and more, garbage each member would make as it starts.
-	if core.Role() == election.RoleUnclustered {
+	if core.Role() == election.RoleUnclustered && a.logs(gen.LogLevelInfo) {
 		a.Log().Info("leader: cluster %q: starting unclustered: %s", options.ClusterID, core.Status(time.Now()).Below)
 	}
 	a.flush()

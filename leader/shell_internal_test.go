@@ -188,3 +188,31 @@ func TestSendToAPIDTakesSendPID(t *testing.T) {
 	assert.Equal(t, []any{pid}, p.byPID)
 	assert.Equal(t, []any{name}, p.byAny)
 }
+
+// quietLog is a process whose log takes errors only, and which counts the
+// calls of Log.
+type quietLog struct {
+	gen.Process
+	logCalls int
+}
+
+func (q *quietLog) LogLevel() gen.LogLevel { return gen.LogLevelError }
+
+func (q *quietLog) Log() gen.Log {
+	q.logCalls++
+	return q.Process.Log()
+}
+
+// A member on a node that drops Info lines does not reach for its log to
+// report role and view changes, which would make the process a logger of
+// its own and box the lines' arguments for nothing.
+func TestInfoLinesAskTheLevelFirst(t *testing.T) {
+	q := &quietLog{}
+	a := &Actor{options: &actorOptions{ClusterID: "c"}}
+	a.Process = q
+	require.NoError(t, a.applyEffect(election.RoleChanged{From: election.RoleFollower, To: election.RoleCandidate, Term: 2}))
+	require.NoError(t, a.applyEffect(election.ViewChanged{Reason: "test"}))
+	assert.Zero(t, q.logCalls)
+	assert.False(t, a.logs(gen.LogLevelInfo))
+	assert.True(t, a.logs(gen.LogLevelError))
+}

@@ -84,3 +84,28 @@ func TestIsRegisteredAllocatesNothing(t *testing.T) {
 	}))
 	assert.False(t, n.Network().IsRegistered(unknown))
 }
+
+// LogLevel reports the level Log().Level() would, the process's own or
+// its node's, without making the process's logger: a member that checks
+// it before each Info line keeps none while its node logs only errors.
+func TestLogLevelMakesNoLogger(t *testing.T) {
+	n, err := Start("loglevel@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled},
+		Log: gen.LogOptions{Level: gen.LogLevelError}})
+	require.NoError(t, err)
+	defer n.Stop()
+	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
+	defer close(h.release)
+	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{LogLevel: gen.LogLevelDebug})
+	require.NoError(t, err)
+	inherits, own := (<-h.process).(*process), (<-h.process).(*process)
+
+	assert.Equal(t, gen.LogLevelError, inherits.LogLevel(), "the node's level")
+	assert.Equal(t, gen.LogLevelDebug, own.LogLevel(), "the process's own")
+	assert.Nil(t, inherits.log.Load(), "no logger made")
+	assert.Nil(t, own.log.Load(), "no logger made")
+	require.NoError(t, inherits.Log().SetLevel(gen.LogLevelWarning))
+	assert.Equal(t, gen.LogLevelWarning, inherits.LogLevel(), "the level set on the logger made since")
+	assert.Equal(t, own.Log().Level(), own.LogLevel())
+}

@@ -148,6 +148,20 @@ func (p *process) Log() gen.Log {
 	return l
 }
 
+// LogLevel is Log().Level() without making p's logger when it has none:
+// a caller that checks the level before a line then leaves an idle
+// process without one. It is not part of gen.Process; a caller finds it
+// with a type assertion.
+func (p *process) LogLevel() gen.LogLevel {
+	if l := p.log.Load(); l != nil {
+		return l.Level()
+	}
+	if p.logLevel != gen.LogLevelDefault {
+		return p.logLevel
+	}
+	return p.node.log.Level()
+}
+
 // logAttrs are the attributes of p's log lines.
 func (p *process) logAttrs() []any {
 	attrs := []any{"pid", p.pid.String()}
