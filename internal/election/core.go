@@ -2,7 +2,6 @@ package election
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -197,7 +196,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		view:     hs.View,
 		clock:    clock{origin: now},
 		peers:    newPeerTable(cfg.Self.Node, cfg.Bootstrap, hs.View.members()),
-		store:    newMemberStore(bootstrapSize(cfg)),
+		store:    newMemberStore(),
 	}
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
@@ -219,18 +218,6 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 	c.armCampaign(now)
 	c.armProbe()
 	return c, nil
-}
-
-// bootstrapSize is how many members cfg declares, itself included: its
-// Bootstrap's distinct nodes other than its own, and itself.
-func bootstrapSize(cfg Config) int {
-	n := 1
-	for i, p := range cfg.Bootstrap {
-		if p.Node != cfg.Self.Node && !slices.ContainsFunc(cfg.Bootstrap[:i], func(q gen.ProcessID) bool { return q.Node == p.Node }) {
-			n++
-		}
-	}
-	return n
 }
 
 // out is the agreed cluster this member is outside of; zero when none.

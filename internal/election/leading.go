@@ -10,7 +10,6 @@ import (
 
 // leadership is what a leader keeps for its term; it ends with the term.
 type leadership struct {
-	since time.Time
 	// committedInTerm: the view this leader holds was acknowledged by a
 	// majority at this term. Changes wait for it.
 	committedInTerm bool
@@ -59,7 +58,7 @@ func (c *Core) becomeLeader(now time.Time) {
 	stamp.Key.Term = c.term
 	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
-	c.lead = c.newLeadership(now)
+	c.lead = c.newLeadership()
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
