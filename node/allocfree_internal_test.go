@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,4 +109,58 @@ func TestLogLevelMakesNoLogger(t *testing.T) {
 	require.NoError(t, inherits.Log().SetLevel(gen.LogLevelWarning))
 	assert.Equal(t, gen.LogLevelWarning, inherits.LogLevel(), "the level set on the logger made since")
 	assert.Equal(t, own.Log().Level(), own.LogLevel())
+}
+
+// TestProcessFitsItsAllocation checks that a process, which every election
+// member is, stays within an allocation of 320 bytes: its urgent and system
+// queues, which most processes never use, are made on their first push
+// (spareQueue), not kept inline at 152 bytes each.
+func TestProcessFitsItsAllocation(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(process{}), uintptr(320))
+}
+
+// A process's urgent and system queues read as empty until their first
+// push makes them; what is pushed then comes out in order.
+func TestSpareQueueIsMadeOnFirstPush(t *testing.T) {
+	var s spareQueue
+	assert.Zero(t, s.Len())
+	_, ok := s.Pop()
+	assert.False(t, ok)
+	var dst gen.MailboxMessage
+	_, ok = s.PopInto(&dst)
+	assert.False(t, ok)
+	s.reset()
+	assert.Nil(t, s.q.Load(), "reading makes no queue")
+
+	require.True(t, s.Push("a"))
+	require.True(t, s.made().Push("b"))
+	assert.EqualValues(t, 2, s.Len())
+	assert.EqualValues(t, 2, s.pushedCount())
+	item, ok := s.Pop()
+	require.True(t, ok)
+	assert.Equal(t, "a", item)
+	item, ok = s.PopInto(&dst)
+	require.True(t, ok)
+	assert.Equal(t, "b", item)
+	assert.Zero(t, s.Len())
+}
+
+// A process keeps its parent as an ID (the parent lives on the same node
+// life); Parent gives back the whole PID, and zero for the node's own.
+func TestParentIsTheSpawnersPID(t *testing.T) {
+	n, err := Start("parent@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
+	require.NoError(t, err)
+	defer n.Stop()
+	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
+	defer close(h.release)
+	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	p := <-h.process
+	assert.Zero(t, p.Parent())
+	child, err := p.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	c := <-h.process
+	assert.Equal(t, child, c.PID())
+	assert.Equal(t, p.PID(), c.Parent())
+	assert.Equal(t, p.PID(), c.(*process).info().Parent)
 }

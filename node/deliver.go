@@ -85,7 +85,7 @@ func (n *node) exitLocal(from gen.PID, to gen.PID, reason error) error {
 		return fmt.Errorf("send exit to %s: %w", to, gen.ErrProcessUnknown)
 	}
 	m := &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeExit, Message: gen.MessageExitPID{PID: from, Reason: reason}}
-	return p.deliver(&p.urgent, m)
+	return p.deliver(p.urgent.made(), m)
 }
 
 // enqueueRequest queues a Call (kindRequest) or an inspection (kindInspect)
@@ -106,7 +106,7 @@ func (n *node) enqueueRequest(t target, from gen.PID, ref gen.Ref, kind frameKin
 		if !isItems {
 			items = []string{}
 		}
-		m.Type, m.Message, q = gen.MailboxMessageTypeInspect, items, &p.system
+		m.Type, m.Message, q = gen.MailboxMessageTypeInspect, items, p.system.made()
 	}
 	if err := p.deliver(q, m); err != nil {
 		n.rel.remove(pidTarget(p.pid), w)

@@ -364,10 +364,10 @@ func (n *node) notify(t target, w watcher, reason error) {
 		return
 	}
 	if w.kind == relLink {
-		p.push(&p.urgent, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeExit, Target: t.value(), Message: t.exit(reason)})
+		p.push(p.urgent.made(), &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeExit, Target: t.value(), Message: t.exit(reason)})
 		return
 	}
-	p.push(&p.system, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeRegular, Target: t.value(), Message: t.down(reason)})
+	p.push(p.system.made(), &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeRegular, Target: t.value(), Message: t.down(reason)})
 }
 
 // watch implements Link and Monitor.

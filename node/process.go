@@ -12,10 +12,13 @@ import (
 // goroutine at a time (see runner.go); the fields other goroutines touch are
 // atomics or the queues.
 type process struct {
-	node     *node
-	pid      gen.PID
-	name     gen.Atom
-	parent   gen.PID
+	node *node
+	pid  gen.PID
+	name gen.Atom
+	// parentID is the ID of the process that spawned it, 0 for the node: a
+	// parent is a process of this node life, whose PID differs from this
+	// one's in ID alone (see Parent).
+	parentID uint64
 	behavior gen.ProcessBehavior
 	born     int64 // UnixNano at spawn
 	logLevel gen.LogLevel
@@ -32,9 +35,12 @@ type process struct {
 	// cache line the other reads (see queue): the fields above are
 	// written rarely, and after main come the queues only the runner reads
 	// at every message.
+	// urgent and system are made on their first push (see spareQueue):
+	// most processes never receive an exit signal, a down message or an
+	// inspection, and two queues of their own would be half a process.
 	main   queue
-	urgent queue
-	system queue
+	urgent spareQueue
+	system spareQueue
 
 	out atomic.Uint64          // messages sent (those received are the queues' pushed counts)
 	log atomic.Pointer[logger] // made on first use; idle processes skip it
@@ -61,7 +67,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 	}
 	p.main.limit = uint64(options.MailboxSize)
 	if parent != nil {
-		p.parent = parent.pid
+		p.parentID = parent.pid.ID
 	}
 	p.state.Store(int32(gen.ProcessStateInit))
 
@@ -124,10 +130,15 @@ func (n *node) unregister(p *process) {
 	n.mu.Unlock()
 }
 
-func (p *process) Node() gen.Node                { return p.node }
-func (p *process) Name() gen.Atom                { return p.name }
-func (p *process) PID() gen.PID                  { return p.pid }
-func (p *process) Parent() gen.PID               { return p.parent }
+func (p *process) Node() gen.Node { return p.node }
+func (p *process) Name() gen.Atom { return p.name }
+func (p *process) PID() gen.PID   { return p.pid }
+func (p *process) Parent() gen.PID {
+	if p.parentID == 0 {
+		return gen.PID{}
+	}
+	return gen.PID{Node: p.pid.Node, ID: p.parentID, Creation: p.pid.Creation}
+}
 func (p *process) Behavior() gen.ProcessBehavior { return p.behavior }
 func (p *process) TrapExit() bool                { return p.trap.Load() }
 func (p *process) State() gen.ProcessState       { return gen.ProcessState(p.state.Load()) }
@@ -252,11 +263,11 @@ func (p *process) info() gen.ProcessInfo {
 	return gen.ProcessInfo{
 		PID:         p.pid,
 		Name:        p.name,
-		Parent:      p.parent,
+		Parent:      p.Parent(),
 		Behavior:    fmt.Sprintf("%T", p.behavior),
 		State:       p.State(),
 		MailboxLen:  p.main.Len() + p.system.Len() + p.urgent.Len(),
-		MessagesIn:  p.urgent.pushed.Load() + p.system.pushed.Load() + p.main.pushed.Load(),
+		MessagesIn:  p.urgent.pushedCount() + p.system.pushedCount() + p.main.pushed.Load(),
 		MessagesOut: p.out.Load(),
 		TrapExit:    p.trap.Load(),
 		Uptime:      time.Since(time.Unix(0, p.born)),
