@@ -427,6 +427,9 @@ func (a *Actor) sendTo(pid gen.PID, name gen.ProcessID, message any) error {
 		}
 		return a.Send(pid, message)
 	}
+	if s, ok := a.Process.(pidSender); ok {
+		return s.SendProcessID(name, message)
+	}
 	return a.Send(name, message)
 }
 
@@ -451,11 +454,14 @@ type logLeveler interface {
 	LogLevel() gen.LogLevel
 }
 
-// pidSender is a process that sends to a PID passed as such (node's
-// processes do): the PID boxed for Send would be an allocation per message,
-// most of an election burst's garbage of its size.
+// pidSender is a process that sends to, and monitors, a PID or a name
+// passed as such (node's processes do): boxed for Send or Monitor, each
+// would be an allocation per message, most of an election burst's garbage
+// of its size.
 type pidSender interface {
 	SendPID(to gen.PID, message any) error
+	SendProcessID(to gen.ProcessID, message any) error
+	MonitorPID(to gen.PID) error
 }
 
 // reconfirmTick is the self-sent timer of Options.ConfirmInterval, tagged
@@ -510,6 +516,9 @@ func (a *Actor) reconfirm(t reconfirmTick) {
 func (a *Actor) watch(pid gen.PID) error {
 	if a.watching(pid) {
 		return nil
+	}
+	if m, ok := a.Process.(pidSender); ok {
+		return m.MonitorPID(pid)
 	}
 	return a.Monitor(pid)
 }

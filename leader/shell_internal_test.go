@@ -161,7 +161,7 @@ func pollFor(cond func() bool) bool {
 // pidSends records which of Send and SendPID a send took.
 type pidSends struct {
 	gen.Process
-	byPID, byAny []any
+	byPID, byName, monitored, byAny []any
 }
 
 func (p *pidSends) Send(to any, message any) error {
@@ -174,9 +174,24 @@ func (p *pidSends) SendPID(to gen.PID, message any) error {
 	return nil
 }
 
-// A member sends to a peer whose PID it knows through SendPID, which takes
-// the PID unboxed (an allocation less per message), and by name through
-// Send.
+func (p *pidSends) SendProcessID(to gen.ProcessID, message any) error {
+	p.byName = append(p.byName, to)
+	return nil
+}
+
+func (p *pidSends) MonitorPID(to gen.PID) error {
+	p.monitored = append(p.monitored, to)
+	return nil
+}
+
+func (p *pidSends) Monitor(to any) error {
+	p.byAny = append(p.byAny, to)
+	return nil
+}
+
+// A member sends to a peer by the PID it knows, else by name, and monitors
+// it, through the process's typed fast paths, which take the address
+// unboxed (an allocation less per message), not Send and Monitor.
 func TestSendToAPIDTakesSendPID(t *testing.T) {
 	p := &pidSends{}
 	a := &Actor{}
@@ -185,8 +200,11 @@ func TestSendToAPIDTakesSendPID(t *testing.T) {
 	name := gen.ProcessID{Name: "c", Node: "b@h"}
 	require.NoError(t, a.sendTo(pid, name, "m"))
 	require.NoError(t, a.sendTo(gen.PID{}, name, "m"))
+	require.NoError(t, a.watch(pid))
 	assert.Equal(t, []any{pid}, p.byPID)
-	assert.Equal(t, []any{name}, p.byAny)
+	assert.Equal(t, []any{name}, p.byName)
+	assert.Equal(t, []any{pid}, p.monitored)
+	assert.Empty(t, p.byAny)
 }
 
 // quietLog is a process whose log takes errors only, and which counts the

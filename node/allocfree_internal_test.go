@@ -164,3 +164,35 @@ func TestParentIsTheSpawnersPID(t *testing.T) {
 	assert.Equal(t, p.PID(), c.Parent())
 	assert.Equal(t, p.PID(), c.(*process).info().Parent)
 }
+
+// SendProcessID and MonitorPID, an election member's send to a peer by
+// name and its monitor of a peer, take the address unboxed: a send by name
+// allocates nothing for it.
+func TestSendProcessIDAndMonitorPID(t *testing.T) {
+	n, err := Start("sendname@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
+	require.NoError(t, err)
+	defer n.Stop()
+	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
+	defer close(h.release)
+	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	to, err := n.SpawnRegister("target", func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	p := (<-h.process).(*process)
+	<-h.process
+
+	var message any = "m"
+	name := gen.ProcessID{Name: "target", Node: n.Name()}
+	assert.Zero(t, testing.AllocsPerRun(200, func() {
+		if err := p.SendProcessID(name, message); err != nil {
+			t.Fatal(err)
+		}
+	}), "allocations per SendProcessID")
+	require.NoError(t, p.SendProcessID(gen.ProcessID{Name: "target"}, message), "a name without a node is local")
+	assert.ErrorIs(t, p.SendProcessID(gen.ProcessID{Name: "nobody"}, message), gen.ErrProcessUnknown)
+	assert.ErrorIs(t, p.SendProcessID(gen.ProcessID{}, message), gen.ErrIncorrect)
+
+	require.NoError(t, p.MonitorPID(to))
+	require.True(t, p.node.rel.remove(pidTarget(to), watcher{pid: p.pid, kind: relMonitor}), "the monitor is recorded")
+	assert.ErrorIs(t, p.MonitorPID(gen.PID{Node: n.Name(), ID: 1 << 40, Creation: to.Creation}), gen.ErrProcessUnknown)
+}

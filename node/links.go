@@ -376,6 +376,11 @@ func (n *node) watch(p *process, to any, kind relKind) error {
 	if err != nil {
 		return err
 	}
+	return n.watchTarget(p, t, kind)
+}
+
+// watchTarget is watch of a parsed target.
+func (n *node) watchTarget(p *process, t target, kind relKind) (err error) {
 	w := watcher{pid: p.pid, kind: kind}
 	if !n.isRemote(t) {
 		if !n.rel.addIfLive(t, w) {

@@ -216,6 +216,22 @@ func (p *process) SendPID(to gen.PID, message any) error {
 	return nil
 }
 
+// SendProcessID is Send to a process by its registered name, which the
+// caller passes as such, not boxed in an any (see SendPID).
+func (p *process) SendProcessID(to gen.ProcessID, message any) error {
+	if to.Name == "" {
+		return p.Send(to, message)
+	}
+	if to.Node == "" {
+		to.Node = p.node.name
+	}
+	if err := p.node.sendTo(p.pid, target{name: to.Name, node: to.Node}, message); err != nil {
+		return err
+	}
+	p.out.Add(1)
+	return nil
+}
+
 func (p *process) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
 	return p.node.sendAfter(p.pid, to, message, after)
 }
@@ -253,9 +269,18 @@ func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, er
 	return p.node.inspect(p, p.pid, target, item)
 }
 
-func (p *process) Link(to any) error      { return p.node.watch(p, to, relLink) }
-func (p *process) Unlink(to any) error    { return p.node.unwatch(p, to, relLink) }
-func (p *process) Monitor(to any) error   { return p.node.watch(p, to, relMonitor) }
+func (p *process) Link(to any) error    { return p.node.watch(p, to, relLink) }
+func (p *process) Unlink(to any) error  { return p.node.unwatch(p, to, relLink) }
+func (p *process) Monitor(to any) error { return p.node.watch(p, to, relMonitor) }
+
+// MonitorPID is Monitor of a process by its PID, which the caller passes
+// as such, not boxed in an any (see SendPID).
+func (p *process) MonitorPID(to gen.PID) error {
+	if to.Node == "" {
+		return p.Monitor(to)
+	}
+	return p.node.watchTarget(p, pidTarget(to), relMonitor)
+}
 func (p *process) Demonitor(to any) error { return p.node.unwatch(p, to, relMonitor) }
 
 // info is the snapshot ProcessInfo returns.
