@@ -277,6 +277,8 @@ func (a *Actor) ProcessTerminate(reason error) {
 // binding is only suspended meanwhile, and stands again when the message
 // left the answer as it was (a probe's firing, a down of another member).
 func (a *Actor) handle(m *gen.MailboxMessage) error {
+	room := a.lendRoom()
+	defer a.reclaimRoom(room)
 	a.suspendSteady()
 	if err := a.handleMessage(m); err != nil {
 		return err
