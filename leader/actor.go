@@ -167,12 +167,15 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.timerOwner.pairs = a.timerOwner.grid.pairs
 	a.timerOwner.campaigns = campaigns
 	a.share.coal.addInbox(process.PID(), &a.inbox)
-	core, err := election.New(cfg, process.PID(), hs, time.Now())
+	room := readyRooms.Get().(*readyRoom)
+	core, err := election.NewLent(cfg, process.PID(), hs, time.Now(), room.lent())
 	if err != nil {
+		readyRooms.Put(room) // New failed before it used the room
 		a.unregister()
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
+	defer a.reclaimRoom(room)
 	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {

@@ -24,8 +24,14 @@ var readyRooms = sync.Pool{New: func() any { return new(readyRoom) }}
 // lendRoom lends the core a room for the message about to be handled.
 func (a *Actor) lendRoom() *readyRoom {
 	r := readyRooms.Get().(*readyRoom)
-	a.core.Lend(r.messages[:0], r.timers[:0], r.effects[:0])
+	lent := r.lent()
+	a.core.Lend(lent.Messages, lent.Timers, lent.Effects)
 	return r
+}
+
+// lent is r as the room a Ready is collected in.
+func (r *readyRoom) lent() election.Ready {
+	return election.Ready{Messages: r.messages[:0], Timers: r.timers[:0], Effects: r.effects[:0]}
 }
 
 // reclaimRoom takes r back once the message is handled: cleared and

@@ -16,7 +16,15 @@ import (
 // Config or a stored term that cannot be incremented, gen.ErrMalformed for a
 // stored view that does not hold together.
 func New(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, error) {
-	c, err := newCore(cfg, self, hs, now)
+	return NewLent(cfg, self, hs, now, Ready{})
+}
+
+// NewLent is New with room lent, as by Lend, for the first Ready: the
+// messages, timers and effects of room, emptied. A shell that lends its
+// cores memory for every input's Ready lends it for the first too, which
+// would otherwise be made beside the member's long-lived objects.
+func NewLent(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) (*Core, error) {
+	c, err := newCore(cfg, self, hs, now, room)
 	if err != nil {
 		return nil, err
 	}

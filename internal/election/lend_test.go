@@ -52,3 +52,19 @@ func TestLentRoomHoldsTheReady(t *testing.T) {
 	assert.False(t, c.Reclaim(), "a Ready is pending in the room")
 	assert.True(t, c.HasReady())
 }
+
+// NewLent collects the first Ready, the new member's probes of its peers
+// and its timers, in the room it is given.
+func TestNewLentHoldsTheFirstReady(t *testing.T) {
+	nw := newNetwork(t, 3, 1, nil)
+	base := nw.node(1).core
+	messages, timers := make([]Outbound, 8), make([]TimerOp, 4)
+	c, err := NewLent(base.cfg, base.self, HardState{}, nw.now, Ready{Messages: messages, Timers: timers})
+	require.NoError(t, err)
+	rd := c.Ready()
+	require.NotEmpty(t, rd.Messages)
+	require.NotEmpty(t, rd.Timers)
+	assert.Same(t, &messages[0], &rd.Messages[0])
+	assert.Same(t, &timers[0], &rd.Timers[0])
+	assert.True(t, c.Reclaim())
+}
