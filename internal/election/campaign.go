@@ -233,7 +233,8 @@ func (c *Core) checkCampaign(now time.Time) {
 // cluster on it), the first name wins in every run, not the first a map
 // happens to yield.
 func (camp *campaign) reports() [][]gen.ProcessID {
-	nodes := make([]gen.Atom, 0, len(camp.reported))
+	var room [8]gen.Atom // a cluster's worth, on the stack
+	nodes := room[:0]
 	for n := range camp.reported {
 		nodes = append(nodes, n)
 	}
@@ -247,7 +248,13 @@ func (camp *campaign) reports() [][]gen.ProcessID {
 
 // grantedBy lists the nodes that granted, sorted.
 func (camp *campaign) grantedBy() []gen.Atom {
-	var out []gen.Atom
+	granted := 0
+	for _, ok := range camp.answers {
+		if ok {
+			granted++
+		}
+	}
+	out := make([]gen.Atom, 0, granted) // one allocation, of the size kept
 	for n, ok := range camp.answers {
 		if ok {
 			out = append(out, n)

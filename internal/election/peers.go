@@ -227,7 +227,11 @@ type peerTable struct {
 // pages of that garbage (four fit 768 bytes). Peers added later are made
 // one by one.
 func newPeerTable(self gen.Atom, ids ...[]gen.ProcessID) peerTable {
-	var nodes []gen.ProcessID
+	n := 0
+	for _, list := range ids {
+		n += len(list)
+	}
+	nodes := make([]gen.ProcessID, 0, n)
 	for _, list := range ids {
 		for _, id := range list {
 			if id.Node != self && !slices.ContainsFunc(nodes, func(n gen.ProcessID) bool { return n.Node == id.Node }) {
