@@ -29,27 +29,38 @@ func (h *heldProcess) ProcessRun() error {
 
 func (h *heldProcess) ProcessTerminate(error) {}
 
+// startHeld starts a node without network at level (0: the default) and
+// spawns count held processes on it, which it returns in order; all end
+// with the test.
+func startHeld(t *testing.T, name gen.Atom, level gen.LogLevel, count int, options ...gen.ProcessOptions) (*node, []*process) {
+	t.Helper()
+	n, err := Start(name, gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}, Log: gen.LogOptions{Level: level}})
+	require.NoError(t, err)
+	t.Cleanup(n.Stop)
+	h := &heldProcess{process: make(chan gen.Process, count), release: make(chan struct{})}
+	t.Cleanup(func() { close(h.release) })
+	var ps []*process
+	for i := range count {
+		o := gen.ProcessOptions{}
+		if i < len(options) {
+			o = options[i]
+		}
+		_, err := n.Spawn(func() gen.ProcessBehavior { return h }, o)
+		require.NoError(t, err)
+		ps = append(ps, (<-h.process).(*process))
+	}
+	return n.(*node), ps
+}
+
 // SendPID, the send an election member makes to each peer many times a
 // second, allocates nothing for the address it is given: Send, given the
 // same PID as an any, boxes it on every call.
 func TestSendPIDAllocatesNoAddress(t *testing.T) {
-	n, err := Start("sendpid@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
-	require.NoError(t, err)
-	defer n.Stop()
-	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
-	defer close(h.release)
-	from, err := n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
-	require.NoError(t, err)
-	to, err := n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
-	require.NoError(t, err)
-	p := <-h.process
-	require.Equal(t, from, p.PID())
-	<-h.process
-
-	sender, ok := p.(interface {
+	n, ps := startHeld(t, "sendpid@localhost", 0, 2)
+	p, to := ps[0], ps[1].pid
+	var sender interface {
 		SendPID(gen.PID, any) error
-	})
-	require.True(t, ok, "a node's process has SendPID")
+	} = p
 	var message any = "m" // boxed once, as the election's messages come
 	// The queue links a pooled 4 KiB segment every 32 messages: below one
 	// allocation per send on average, which AllocsPerRun rounds down.
@@ -60,7 +71,7 @@ func TestSendPIDAllocatesNoAddress(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "allocations per SendPID")
 	require.NoError(t, sender.SendPID(to, message))
-	assert.ErrorIs(t, sender.SendPID(gen.PID{Node: n.Name(), ID: 1 << 40}, message), gen.ErrProcessUnknown)
+	assert.ErrorIs(t, sender.SendPID(gen.PID{Node: n.name, ID: 1 << 40}, message), gen.ErrProcessUnknown)
 }
 
 // registeredProbe is a registered type for TestIsRegisteredAllocatesNothing.
@@ -90,17 +101,8 @@ func TestIsRegisteredAllocatesNothing(t *testing.T) {
 // its node's, without making the process's logger: a member that checks
 // it before each Info line keeps none while its node logs only errors.
 func TestLogLevelMakesNoLogger(t *testing.T) {
-	n, err := Start("loglevel@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled},
-		Log: gen.LogOptions{Level: gen.LogLevelError}})
-	require.NoError(t, err)
-	defer n.Stop()
-	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
-	defer close(h.release)
-	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
-	require.NoError(t, err)
-	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{LogLevel: gen.LogLevelDebug})
-	require.NoError(t, err)
-	inherits, own := (<-h.process).(*process), (<-h.process).(*process)
+	_, ps := startHeld(t, "loglevel@localhost", gen.LogLevelError, 2, gen.ProcessOptions{}, gen.ProcessOptions{LogLevel: gen.LogLevelDebug})
+	inherits, own := ps[0], ps[1]
 
 	assert.Equal(t, gen.LogLevelError, inherits.LogLevel(), "the node's level")
 	assert.Equal(t, gen.LogLevelDebug, own.LogLevel(), "the process's own")
@@ -148,15 +150,11 @@ func TestSpareQueueIsMadeOnFirstPush(t *testing.T) {
 // A process keeps its parent as an ID (the parent lives on the same node
 // life); Parent gives back the whole PID, and zero for the node's own.
 func TestParentIsTheSpawnersPID(t *testing.T) {
-	n, err := Start("parent@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
-	require.NoError(t, err)
-	defer n.Stop()
-	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
-	defer close(h.release)
-	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
-	require.NoError(t, err)
-	p := <-h.process
+	_, ps := startHeld(t, "parent@localhost", 0, 1)
+	p := ps[0]
 	assert.Zero(t, p.Parent())
+	h := &heldProcess{process: make(chan gen.Process, 1), release: make(chan struct{})}
+	defer close(h.release)
 	child, err := p.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
 	require.NoError(t, err)
 	c := <-h.process
@@ -169,20 +167,16 @@ func TestParentIsTheSpawnersPID(t *testing.T) {
 // name and its monitor of a peer, take the address unboxed: a send by name
 // allocates nothing for it.
 func TestSendProcessIDAndMonitorPID(t *testing.T) {
-	n, err := Start("sendname@localhost", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}})
-	require.NoError(t, err)
-	defer n.Stop()
-	h := &heldProcess{process: make(chan gen.Process, 2), release: make(chan struct{})}
+	n, ps := startHeld(t, "sendname@localhost", 0, 1)
+	p := ps[0]
+	h := &heldProcess{process: make(chan gen.Process, 1), release: make(chan struct{})}
 	defer close(h.release)
-	_, err = n.Spawn(func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
-	require.NoError(t, err)
 	to, err := n.SpawnRegister("target", func() gen.ProcessBehavior { return h }, gen.ProcessOptions{})
 	require.NoError(t, err)
-	p := (<-h.process).(*process)
 	<-h.process
 
 	var message any = "m"
-	name := gen.ProcessID{Name: "target", Node: n.Name()}
+	name := gen.ProcessID{Name: "target", Node: n.name}
 	assert.Zero(t, testing.AllocsPerRun(200, func() {
 		if err := p.SendProcessID(name, message); err != nil {
 			t.Fatal(err)
@@ -194,5 +188,5 @@ func TestSendProcessIDAndMonitorPID(t *testing.T) {
 
 	require.NoError(t, p.MonitorPID(to))
 	require.True(t, p.node.rel.remove(pidTarget(to), watcher{pid: p.pid, kind: relMonitor}), "the monitor is recorded")
-	assert.ErrorIs(t, p.MonitorPID(gen.PID{Node: n.Name(), ID: 1 << 40, Creation: to.Creation}), gen.ErrProcessUnknown)
+	assert.ErrorIs(t, p.MonitorPID(gen.PID{Node: n.name, ID: 1 << 40, Creation: to.Creation}), gen.ErrProcessUnknown)
 }

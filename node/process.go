@@ -194,11 +194,16 @@ func (p *process) SpawnRegister(register gen.Atom, factory gen.ProcessFactory, o
 }
 
 func (p *process) Send(to any, message any) error {
-	if err := p.node.send(p.pid, to, message); err != nil {
-		return err
+	return p.sent(p.node.send(p.pid, to, message))
+}
+
+// sent counts a message sent when err, the send's outcome, is nil, and
+// returns err.
+func (p *process) sent(err error) error {
+	if err == nil {
+		p.out.Add(1)
 	}
-	p.out.Add(1)
-	return nil
+	return err
 }
 
 // SendPID is Send to a process by its PID, which the caller passes as
@@ -209,11 +214,7 @@ func (p *process) SendPID(to gen.PID, message any) error {
 	if to.Node == "" {
 		return p.Send(to, message)
 	}
-	if err := p.node.sendPID(p.pid, to, message); err != nil {
-		return err
-	}
-	p.out.Add(1)
-	return nil
+	return p.sent(p.node.sendPID(p.pid, to, message))
 }
 
 // SendProcessID is Send to a process by its registered name, which the
@@ -225,11 +226,7 @@ func (p *process) SendProcessID(to gen.ProcessID, message any) error {
 	if to.Node == "" {
 		to.Node = p.node.name
 	}
-	if err := p.node.sendTo(p.pid, target{name: to.Name, node: to.Node}, message); err != nil {
-		return err
-	}
-	p.out.Add(1)
-	return nil
+	return p.sent(p.node.sendTo(p.pid, target{name: to.Name, node: to.Node}, message))
 }
 
 func (p *process) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
