@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/regent-go/regent/act"
@@ -143,7 +144,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.Log().Warning("leader: %s", w)
 	}
 	if options.MinClusterSize == 0 {
-		a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", cfg.MinClusterSize)
+		if a.logs(gen.LogLevelInfo) {
+			a.Log().Info("leader: MinClusterSize not set; using the default %d (decide it and write it down)", cfg.MinClusterSize)
+		}
 	}
 	var hs election.HardState
 	if options.StateFile != "" {
@@ -164,12 +167,15 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.timerOwner.pairs = a.timerOwner.grid.pairs
 	a.timerOwner.campaigns = campaigns
 	a.share.coal.addInbox(process.PID(), &a.inbox)
-	core, err := election.New(cfg, process.PID(), hs, time.Now())
+	room := readyRooms.Get().(*readyRoom)
+	core, err := election.NewLent(cfg, process.PID(), hs, time.Now(), room.lent())
 	if err != nil {
+		readyRooms.Put(room) // New failed before it used the room
 		a.unregister()
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
+	defer a.reclaimRoom(room)
 	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
@@ -181,7 +187,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	// Role, not Status, unless it is unclustered: Status copies the view
 	// and more, garbage each member would make as it starts.
-	if core.Role() == election.RoleUnclustered {
+	if core.Role() == election.RoleUnclustered && a.logs(gen.LogLevelInfo) {
 		a.Log().Info("leader: cluster %q: starting unclustered: %s", options.ClusterID, core.Status(time.Now()).Below)
 	}
 	a.flush()
@@ -215,11 +221,14 @@ type actorOptions struct {
 	coalesce bool
 }
 
+// wireTypes is NetworkTypes, made once: every member checks them at spawn.
+var wireTypes = sync.OnceValue(NetworkTypes)
+
 // checkRegistered fails when the election's wire types are not registered on
 // the node: an unregistered vote fails to encode on every send, and the node
 // would look healthy while never joining an election.
 func checkRegistered(network gen.Network) error {
-	for _, t := range NetworkTypes() {
+	for _, t := range wireTypes() {
 		if !network.IsRegistered(t) {
 			return fmt.Errorf("leader: wire type %T is not registered on this node; call node.Network().RegisterTypes(leader.NetworkTypes()) before spawning: %w", t, gen.ErrUnregistered)
 		}
@@ -271,6 +280,8 @@ func (a *Actor) ProcessTerminate(reason error) {
 // binding is only suspended meanwhile, and stands again when the message
 // left the answer as it was (a probe's firing, a down of another member).
 func (a *Actor) handle(m *gen.MailboxMessage) error {
+	room := a.lendRoom()
+	defer a.reclaimRoom(room)
 	a.suspendSteady()
 	if err := a.handleMessage(m); err != nil {
 		return err

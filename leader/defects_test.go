@@ -146,3 +146,32 @@ func TestSecondActorOfAClusterOnOneNodeIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "one election actor per cluster per node")
 	require.NoError(t, spawn("other", "another cluster"))
 }
+
+// A cluster's place on a node is given back when its actor ends: another
+// actor of that cluster may start there then, and the error of a refused
+// one names the actor holding the place.
+func TestClusterPlaceOnANodeIsGivenBack(t *testing.T) {
+	n, err := startPlainNode("giveback@127.0.0.1")
+	require.NoError(t, err)
+	defer n.Stop()
+	require.NoError(t, n.Network().RegisterTypes(leader.NetworkTypes()))
+	spawnIn := func(name gen.Atom, cluster string) (gen.PID, error) {
+		return n.SpawnRegister(name, func() gen.ProcessBehavior {
+			return &member{opts: leader.Options{ClusterID: cluster, MinClusterSize: 1}, events: &eventLog{}}
+		}, gen.ProcessOptions{})
+	}
+	spawn := func(name gen.Atom) (gen.PID, error) { return spawnIn(name, "test") }
+	// A member of another cluster keeps the node's share of the actors.
+	_, err = spawnIn("other", "another cluster")
+	require.NoError(t, err)
+	first, err := spawn("first")
+	require.NoError(t, err)
+	_, err = spawn("second")
+	require.ErrorIs(t, err, gen.ErrTaken)
+	assert.Contains(t, err.Error(), first.String())
+	require.NoError(t, n.Kill(first))
+	require.Eventually(t, func() bool {
+		_, err := spawn("third")
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+}

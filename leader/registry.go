@@ -9,16 +9,8 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// registryKey names one cluster on one life of one node: a restarted node
-// has a new creation, so a registration its earlier life left behind never
-// blocks it.
-type registryKey struct {
-	node     gen.Atom
-	creation int64
-	cluster  string
-}
-
-// nodeKey names one life of one node.
+// nodeKey names one life of one node: a restarted node has a new creation,
+// so a registration its earlier life left behind never blocks it.
 type nodeKey struct {
 	node     gen.Atom
 	creation int64
@@ -27,16 +19,15 @@ type nodeKey struct {
 // registry holds the leader actor of each cluster on each node, and what the
 // leader actors of each node life share. Two actors with one ClusterID on
 // one node would vote separately while the view counts their node once, so
-// the second is refused at start. Its lock guards byKey, nodes and every
-// nodeShare's members; it is taken at an actor's start and end and when a
+// the second is refused at start. Its lock guards nodes and every
+// nodeShare's members and clusters; it is taken at an actor's start and end and when a
 // coalescer process ends, and is held while a coalescer process is spawned
 // (whose Init takes no lock of ours). Lock order: registry, then the
 // runtime's own locks.
 var registry = struct {
 	sync.Mutex
-	byKey map[registryKey]gen.PID
 	nodes map[nodeKey]*nodeShare
-}{byKey: map[registryKey]gen.PID{}, nodes: map[nodeKey]*nodeShare{}}
+}{nodes: map[nodeKey]*nodeShare{}}
 
 // nodeShare is what the leader actors of one node life share: the heartbeat
 // coalescer and its process. It lives while members is above zero.
@@ -44,7 +35,13 @@ type nodeShare struct {
 	key     nodeKey
 	node    gen.Node
 	members int // leader actors registered on this node life; guarded by the registry lock
-	coal    *coalescer
+	// clusters holds the PID.ID of the leader actor of each ClusterID on
+	// this node life (node and creation are the key's); guarded by the
+	// registry lock. Kept per node, under the cluster alone, its entry is a
+	// third of what one keyed by node, creation and cluster, with a whole
+	// PID, cost each member.
+	clusters map[string]uint64
+	coal     *coalescer
 	// gridsMu guards grids: the heartbeat grid of each HeartbeatInterval
 	// the node's leaders use (timers.go).
 	gridsMu sync.Mutex
@@ -101,11 +98,10 @@ const coalescerSpawnWait = 5 * time.Second
 // member on the node (or the coalescer's name stays taken).
 func register(process gen.Process, cluster string) (*nodeShare, error) {
 	pid := process.PID()
-	k := registryKey{node: pid.Node, creation: pid.Creation, cluster: cluster}
 	nk := nodeKey{node: pid.Node, creation: pid.Creation}
 	deadline := time.Now().Add(coalescerSpawnWait)
 	for {
-		share, err := tryRegister(process, k, nk)
+		share, err := tryRegister(process, cluster, nk)
 		if err == nil || !errors.Is(err, errCoalescerNameTaken) || time.Now().After(deadline) {
 			return share, err
 		}
@@ -116,17 +112,19 @@ func register(process gen.Process, cluster string) (*nodeShare, error) {
 
 var errCoalescerNameTaken = fmt.Errorf("leader: the heartbeat coalescer's name %s is taken: %w", CoalescerName, gen.ErrTaken)
 
-func tryRegister(process gen.Process, k registryKey, nk nodeKey) (*nodeShare, error) {
+func tryRegister(process gen.Process, cluster string, nk nodeKey) (*nodeShare, error) {
 	pid := process.PID()
 	registry.Lock()
 	defer registry.Unlock()
-	if other, ok := registry.byKey[k]; ok && other != pid {
-		return nil, fmt.Errorf("leader: cluster %q already has a member on node %s (%s); one election actor per cluster per node: %w",
-			k.cluster, pid.Node, other, gen.ErrTaken)
-	}
 	share := registry.nodes[nk]
+	if share != nil {
+		if other, ok := share.clusters[cluster]; ok && other != pid.ID {
+			return nil, fmt.Errorf("leader: cluster %q already has a member on node %s (%s); one election actor per cluster per node: %w",
+				cluster, pid.Node, gen.PID{Node: nk.node, ID: other, Creation: nk.creation}, gen.ErrTaken)
+		}
+	}
 	if share == nil {
-		share = &nodeShare{key: nk, node: process.Node(), coal: newCoalescer(process.Node())}
+		share = &nodeShare{key: nk, node: process.Node(), coal: newCoalescer(process.Node()), clusters: map[string]uint64{}}
 		share.coal.share = share
 		if _, err := process.Node().SpawnRegister(CoalescerName, coalescerFactory(share), gen.ProcessOptions{}); err != nil {
 			if errors.Is(err, gen.ErrTaken) {
@@ -136,7 +134,7 @@ func tryRegister(process gen.Process, k registryKey, nk nodeKey) (*nodeShare, er
 		}
 		registry.nodes[nk] = share
 	}
-	registry.byKey[k] = pid
+	share.clusters[cluster] = pid.ID
 	share.members++
 	return share, nil
 }
@@ -149,12 +147,11 @@ func (a *Actor) unregister() {
 	}
 	a.registered = false
 	pid := a.PID()
-	k := registryKey{node: pid.Node, creation: pid.Creation, cluster: a.options.ClusterID}
 	share := a.share
 	share.coal.removeInbox(pid)
 	registry.Lock()
-	if registry.byKey[k] == pid {
-		delete(registry.byKey, k)
+	if id, ok := share.clusters[a.options.ClusterID]; ok && id == pid.ID {
+		delete(share.clusters, a.options.ClusterID)
 	}
 	share.members--
 	last := share.members == 0 && registry.nodes[share.key] == share

@@ -157,12 +157,16 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 				a.options.ClusterID, e.From, e.Term, e.Below)
 		case e.From == election.RoleUnclustered:
 			a.unclusteredWarned = 0
-			a.Log().Info("leader: cluster %q: unclustered -> %s at term %d: taking part in elections again", a.options.ClusterID, e.To, e.Term)
-		default:
+			if a.logs(gen.LogLevelInfo) {
+				a.Log().Info("leader: cluster %q: unclustered -> %s at term %d: taking part in elections again", a.options.ClusterID, e.To, e.Term)
+			}
+		case a.logs(gen.LogLevelInfo):
 			a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
 		}
 	case election.ViewChanged:
-		a.Log().Info("leader: view of cluster %q is now %s (%s)", a.options.ClusterID, e.To, e.Reason)
+		if a.logs(gen.LogLevelInfo) {
+			a.Log().Info("leader: view of cluster %q is now %s (%s)", a.options.ClusterID, e.To, e.Reason)
+		}
 	case election.Fatal:
 		a.Log().Error("leader: cluster %q: %v", a.options.ClusterID, e.Err)
 		return e.Err
@@ -418,9 +422,46 @@ func (a *Actor) answeredAhead(out election.Outbound) bool {
 // sendTo sends message to a member by its PID when known, by name otherwise.
 func (a *Actor) sendTo(pid gen.PID, name gen.ProcessID, message any) error {
 	if pid != (gen.PID{}) {
+		if s, ok := a.Process.(pidSender); ok {
+			return s.SendPID(pid, message)
+		}
 		return a.Send(pid, message)
 	}
+	if s, ok := a.Process.(pidSender); ok {
+		return s.SendProcessID(name, message)
+	}
 	return a.Send(name, message)
+}
+
+// logs reports whether a's log takes lines of level. Asked of a node's
+// process, it leaves the process without a logger of its own when it has
+// none, and a line the log would drop costs no boxing of its arguments:
+// each member logs its role and view changes at Info, which a node running
+// thousands of members usually drops.
+func (a *Actor) logs(level gen.LogLevel) bool {
+	var current gen.LogLevel
+	if l, ok := a.Process.(logLeveler); ok {
+		current = l.LogLevel()
+	} else {
+		current = a.Log().Level()
+	}
+	return current != gen.LogLevelDisabled && level >= current
+}
+
+// logLeveler is a process that reports its log's level without making its
+// logger (node's processes do).
+type logLeveler interface {
+	LogLevel() gen.LogLevel
+}
+
+// pidSender is a process that sends to, and monitors, a PID or a name
+// passed as such (node's processes do): boxed for Send or Monitor, each
+// would be an allocation per message, most of an election burst's garbage
+// of its size.
+type pidSender interface {
+	SendPID(to gen.PID, message any) error
+	SendProcessID(to gen.ProcessID, message any) error
+	MonitorPID(to gen.PID) error
 }
 
 // reconfirmTick is the self-sent timer of Options.ConfirmInterval, tagged
@@ -475,6 +516,9 @@ func (a *Actor) reconfirm(t reconfirmTick) {
 func (a *Actor) watch(pid gen.PID) error {
 	if a.watching(pid) {
 		return nil
+	}
+	if m, ok := a.Process.(pidSender); ok {
+		return m.MonitorPID(pid)
 	}
 	return a.Monitor(pid)
 }

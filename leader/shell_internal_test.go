@@ -157,3 +157,80 @@ func pollFor(cond func() bool) bool {
 	}
 	return cond()
 }
+
+// pidSends records which of Send and SendPID a send took.
+type pidSends struct {
+	gen.Process
+	byPID, byName, monitored, byAny []any
+}
+
+func (p *pidSends) Send(to any, message any) error {
+	p.byAny = append(p.byAny, to)
+	return nil
+}
+
+func (p *pidSends) SendPID(to gen.PID, message any) error {
+	p.byPID = append(p.byPID, to)
+	return nil
+}
+
+func (p *pidSends) SendProcessID(to gen.ProcessID, message any) error {
+	p.byName = append(p.byName, to)
+	return nil
+}
+
+func (p *pidSends) MonitorPID(to gen.PID) error {
+	p.monitored = append(p.monitored, to)
+	return nil
+}
+
+func (p *pidSends) Monitor(to any) error {
+	p.byAny = append(p.byAny, to)
+	return nil
+}
+
+// A member sends to a peer by the PID it knows, else by name, and monitors
+// it, through the process's typed fast paths, which take the address
+// unboxed (an allocation less per message), not Send and Monitor.
+func TestSendToAPIDTakesSendPID(t *testing.T) {
+	p := &pidSends{}
+	a := &Actor{}
+	a.Process = p
+	pid := gen.PID{Node: "b@h", ID: 7, Creation: 1}
+	name := gen.ProcessID{Name: "c", Node: "b@h"}
+	require.NoError(t, a.sendTo(pid, name, "m"))
+	require.NoError(t, a.sendTo(gen.PID{}, name, "m"))
+	require.NoError(t, a.watch(pid))
+	assert.Equal(t, []any{pid}, p.byPID)
+	assert.Equal(t, []any{name}, p.byName)
+	assert.Equal(t, []any{pid}, p.monitored)
+	assert.Empty(t, p.byAny)
+}
+
+// quietLog is a process whose log takes errors only, and which counts the
+// calls of Log.
+type quietLog struct {
+	gen.Process
+	logCalls int
+}
+
+func (q *quietLog) LogLevel() gen.LogLevel { return gen.LogLevelError }
+
+func (q *quietLog) Log() gen.Log {
+	q.logCalls++
+	return q.Process.Log()
+}
+
+// A member on a node that drops Info lines does not reach for its log to
+// report role and view changes, which would make the process a logger of
+// its own and box the lines' arguments for nothing.
+func TestInfoLinesAskTheLevelFirst(t *testing.T) {
+	q := &quietLog{}
+	a := &Actor{options: &actorOptions{ClusterID: "c"}}
+	a.Process = q
+	require.NoError(t, a.applyEffect(election.RoleChanged{From: election.RoleFollower, To: election.RoleCandidate, Term: 2}))
+	require.NoError(t, a.applyEffect(election.ViewChanged{Reason: "test"}))
+	assert.Zero(t, q.logCalls)
+	assert.False(t, a.logs(gen.LogLevelInfo))
+	assert.True(t, a.logs(gen.LogLevelError))
+}

@@ -232,6 +232,10 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 		t.mu.Lock()
 		t.due = 0
 		t.stop(a.timerOwner)
+		// Its Go timer goes too, to be made again if the kind is armed
+		// again: a settled member keeps its probe timer cancelled, and a
+		// leader its election timer, and each would hold one for nothing.
+		t.rt = nil
 		t.mu.Unlock()
 		return
 	}

@@ -182,3 +182,27 @@ func TestATimerLoopRunsOncePerResetAndEndsWhenIdleOrClosed(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	assert.EqualValues(t, 3, runs.Load(), "a closed loop runs nothing")
 }
+
+// A cancelled timer lets its Go timer go (a settled member keeps its probe
+// timer cancelled, a leader its election timer), and armed again it fires
+// as before, on a new one.
+func TestCancelledTimerLetsItsGoTimerGo(t *testing.T) {
+	f := &firings{}
+	a := &Actor{}
+	a.timerOwner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox}
+	a.inbox.owner = a.timerOwner
+	t.Cleanup(a.stopTimers)
+	probe := &a.timers[election.TimerProbe]
+	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerProbe, Gen: 1}, After: time.Hour})
+	probe.mu.Lock()
+	require.NotNil(t, probe.rt)
+	probe.mu.Unlock()
+
+	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerProbe, Gen: 1}, Cancel: true})
+	probe.mu.Lock()
+	assert.Nil(t, probe.rt, "the cancelled timer's Go timer is let go")
+	probe.mu.Unlock()
+
+	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerProbe, Gen: 2}, After: time.Millisecond})
+	require.Eventually(t, func() bool { return f.count() == 1 }, 10*time.Second, time.Millisecond, "armed again, it fires")
+}

@@ -28,21 +28,26 @@ func (p *process) refusal() error {
 // send implements Send for processes and the node.
 func (n *node) send(from gen.PID, to any, message any) error {
 	if pid, isPID := to.(gen.PID); isPID && pid.Node != "" {
-		// The common case, a process by PID, skips parseTarget, and a local
-		// one building a target too.
-		if pid.Node != n.name {
-			return n.sendTo(from, pidTarget(pid), message)
-		}
-		if p := n.lookup(pid); p != nil {
-			return p.sendMessage(from, message)
-		}
-		return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
+		return n.sendPID(from, pid, message)
 	}
 	t, err := n.parseTarget(to, false)
 	if err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	return n.sendTo(from, t, message)
+}
+
+// sendPID sends message to the process pid, which names a node: the
+// common case, which skips parseTarget, and for a local process building a
+// target too.
+func (n *node) sendPID(from gen.PID, pid gen.PID, message any) error {
+	if pid.Node != n.name {
+		return n.sendTo(from, pidTarget(pid), message)
+	}
+	if p := n.lookup(pid); p != nil {
+		return p.sendMessage(from, message)
+	}
+	return fmt.Errorf("send to %v: %w", pid, gen.ErrProcessUnknown)
 }
 
 // sendTo sends message to t, a process here or on another node.
@@ -80,7 +85,7 @@ func (n *node) exitLocal(from gen.PID, to gen.PID, reason error) error {
 		return fmt.Errorf("send exit to %s: %w", to, gen.ErrProcessUnknown)
 	}
 	m := &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeExit, Message: gen.MessageExitPID{PID: from, Reason: reason}}
-	return p.deliver(&p.urgent, m)
+	return p.deliver(p.urgent.made(), m)
 }
 
 // enqueueRequest queues a Call (kindRequest) or an inspection (kindInspect)
@@ -101,7 +106,7 @@ func (n *node) enqueueRequest(t target, from gen.PID, ref gen.Ref, kind frameKin
 		if !isItems {
 			items = []string{}
 		}
-		m.Type, m.Message, q = gen.MailboxMessageTypeInspect, items, &p.system
+		m.Type, m.Message, q = gen.MailboxMessageTypeInspect, items, p.system.made()
 	}
 	if err := p.deliver(q, m); err != nil {
 		n.rel.remove(pidTarget(p.pid), w)

@@ -63,6 +63,10 @@ type relations struct {
 	// Calls on any: a Call's watcher carries its Ref.
 	// The sets are kept by value (see smallSet): a set of one costs its
 	// map entry only.
+	// A monitor or link that a local process holds on a process of another
+	// node named by its PID is kept in watching alone (see watchedOnly):
+	// every member holds one per peer, and a second record of each, in
+	// byPID, would be most of what the relations cost.
 	byPID    map[gen.PID]smallSet[plainWatcher]
 	targets  map[target]smallSet[plainWatcher]
 	calls    map[target]smallSet[watcher]
@@ -106,14 +110,26 @@ func (r *relations) addLocked(t target, w watcher) {
 		r.targets = make(map[target]smallSet[plainWatcher])
 		r.watching = make(map[gen.PID]smallSet[watchEntry])
 	}
-	set := r.plain(t)
-	set.add(plainWatcher{w.pid, w.kind})
-	r.setPlain(t, set)
+	if !r.watchedOnly(t, w.pid) {
+		set := r.plain(t)
+		set.add(plainWatcher{w.pid, w.kind})
+		r.setPlain(t, set)
+	}
 	if w.pid.Node == r.node.name {
 		mine := r.watching[w.pid]
 		mine.add(watchEntry{t, w.kind})
 		r.watching[w.pid] = mine
 	}
+}
+
+// watchedOnly reports whether the monitors and links of watcher on t are
+// kept in watching alone: t is a process of another node named by its PID,
+// and watcher is local. What such a record is needed for finds it there:
+// the target's end comes in a down frame that names its watcher, a lost
+// connection scans every record anyway, and the watcher's own end reads
+// watching.
+func (r *relations) watchedOnly(t target, watcher gen.PID) bool {
+	return watcher.Node == r.node.name && t.node != r.node.name && byPID(t)
 }
 
 // byPID reports whether t's monitors and links are kept in relations.byPID:
@@ -163,19 +179,52 @@ func (r *relations) removeLocked(t target, w watcher) bool {
 		}
 		return true
 	}
-	set := r.plain(t)
-	if !set.remove(plainWatcher{w.pid, w.kind}) {
-		return false
-	}
-	r.setPlain(t, set)
-	if mine, ok := r.watching[w.pid]; ok && mine.remove(watchEntry{t, w.kind}) {
-		if mine.len() == 0 {
-			delete(r.watching, w.pid)
-		} else {
-			r.watching[w.pid] = mine
+	if !r.watchedOnly(t, w.pid) {
+		set := r.plain(t)
+		if !set.remove(plainWatcher{w.pid, w.kind}) {
+			return false
 		}
+		r.setPlain(t, set)
+	}
+	mine, ok := r.watching[w.pid]
+	if !ok || !mine.remove(watchEntry{t, w.kind}) {
+		// Kept in watching alone, it was not there; kept in both, it
+		// was in the set of t only if a remote watcher's.
+		return !r.watchedOnly(t, w.pid)
+	}
+	if mine.len() == 0 {
+		delete(r.watching, w.pid)
+	} else {
+		r.watching[w.pid] = mine
 	}
 	return true
+}
+
+// eachPlain calls f for every monitor and link recorded, those kept in
+// watching alone included; f must not change the relations.
+func (r *relations) eachPlain(f func(t target, w plainWatcher)) {
+	var ws []plainWatcher
+	for pid, set := range r.byPID {
+		ws = set.appendTo(ws[:0])
+		for _, w := range ws {
+			f(pidTarget(pid), w)
+		}
+	}
+	for t, set := range r.targets {
+		ws = set.appendTo(ws[:0])
+		for _, w := range ws {
+			f(t, w)
+		}
+	}
+	var es []watchEntry
+	for pid, set := range r.watching {
+		es = set.appendTo(es[:0])
+		for _, e := range es {
+			if r.watchedOnly(e.target, pid) {
+				f(e.target, plainWatcher{pid, e.kind})
+			}
+		}
+	}
 }
 
 // takeTargetLocked removes every watcher of t and appends them to out.
@@ -186,6 +235,16 @@ func (r *relations) takeTargetLocked(t target, out []relEntry) []relEntry {
 		for _, w := range set.appendTo(nil) {
 			out = append(out, relEntry{t, w.watcher()})
 		}
+	}
+	if t.node != r.node.name && byPID(t) {
+		// Its local watchers' records are in watching alone: a process of
+		// another node ends through a down frame, not here, so this scan
+		// serves completeness, not the hot path.
+		r.eachPlain(func(u target, w plainWatcher) {
+			if u == t && r.watchedOnly(u, w.pid) {
+				out = append(out, relEntry{t, w.watcher()})
+			}
+		})
 	}
 	if set, ok := r.calls[t]; ok {
 		for _, w := range set.appendTo(nil) {
@@ -264,19 +323,7 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 		}
 	}
 	if !ending {
-		var ws []plainWatcher
-		for pid, set := range r.byPID {
-			ws = set.appendTo(ws[:0])
-			for _, w := range ws {
-				classify(pidTarget(pid), w.watcher())
-			}
-		}
-		for t, set := range r.targets {
-			ws = set.appendTo(ws[:0])
-			for _, w := range ws {
-				classify(t, w.watcher())
-			}
-		}
+		r.eachPlain(func(t target, w plainWatcher) { classify(t, w.watcher()) })
 	}
 	var cs []watcher
 	for t, set := range r.calls {
@@ -317,10 +364,10 @@ func (n *node) notify(t target, w watcher, reason error) {
 		return
 	}
 	if w.kind == relLink {
-		p.push(&p.urgent, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeExit, Target: t.value(), Message: t.exit(reason)})
+		p.push(p.urgent.made(), &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeExit, Target: t.value(), Message: t.exit(reason)})
 		return
 	}
-	p.push(&p.system, &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeRegular, Target: t.value(), Message: t.down(reason)})
+	p.push(p.system.made(), &gen.MailboxMessage{From: t.pid, Type: gen.MailboxMessageTypeRegular, Target: t.value(), Message: t.down(reason)})
 }
 
 // watch implements Link and Monitor.
@@ -329,6 +376,11 @@ func (n *node) watch(p *process, to any, kind relKind) error {
 	if err != nil {
 		return err
 	}
+	return n.watchTarget(p, t, kind)
+}
+
+// watchTarget is watch of a parsed target.
+func (n *node) watchTarget(p *process, t target, kind relKind) (err error) {
 	w := watcher{pid: p.pid, kind: kind}
 	if !n.isRemote(t) {
 		if !n.rel.addIfLive(t, w) {

@@ -250,3 +250,63 @@ func (q *queue) reset() {
 	q.out.release()
 	q.popped.Store(q.pushed.Load())
 }
+
+// spareQueue is a queue made on its first push, for a process's urgent and
+// system queues: a queue is most of the size of a process, and most
+// processes never use these two. It is a gen.MailboxQueue that reads as
+// empty until then; producers make it with made, once, whoever comes
+// first.
+type spareQueue struct {
+	q atomic.Pointer[queue] // nil until the first push
+}
+
+// made returns the queue, making it on first use.
+func (s *spareQueue) made() *queue {
+	if q := s.q.Load(); q != nil {
+		return q
+	}
+	s.q.CompareAndSwap(nil, new(queue))
+	return s.q.Load()
+}
+
+// Push appends item to the queue, made if need be.
+func (s *spareQueue) Push(item any) bool { return s.made().Push(item) }
+
+// Pop is the queue's Pop; a queue not made is empty.
+func (s *spareQueue) Pop() (any, bool) {
+	if q := s.q.Load(); q != nil {
+		return q.Pop()
+	}
+	return nil, false
+}
+
+// PopInto is the queue's PopInto; a queue not made is empty.
+func (s *spareQueue) PopInto(dst *gen.MailboxMessage) (any, bool) {
+	if q := s.q.Load(); q != nil {
+		return q.PopInto(dst)
+	}
+	return nil, false
+}
+
+// Len is the queue's Len, 0 while not made.
+func (s *spareQueue) Len() int64 {
+	if q := s.q.Load(); q != nil {
+		return q.Len()
+	}
+	return 0
+}
+
+// pushedCount is the number of items ever pushed.
+func (s *spareQueue) pushedCount() uint64 {
+	if q := s.q.Load(); q != nil {
+		return q.pushed.Load()
+	}
+	return 0
+}
+
+// reset is the queue's reset, when made.
+func (s *spareQueue) reset() {
+	if q := s.q.Load(); q != nil {
+		q.reset()
+	}
+}

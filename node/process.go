@@ -12,10 +12,13 @@ import (
 // goroutine at a time (see runner.go); the fields other goroutines touch are
 // atomics or the queues.
 type process struct {
-	node     *node
-	pid      gen.PID
-	name     gen.Atom
-	parent   gen.PID
+	node *node
+	pid  gen.PID
+	name gen.Atom
+	// parentID is the ID of the process that spawned it, 0 for the node: a
+	// parent is a process of this node life, whose PID differs from this
+	// one's in ID alone (see Parent).
+	parentID uint64
 	behavior gen.ProcessBehavior
 	born     int64 // UnixNano at spawn
 	logLevel gen.LogLevel
@@ -37,9 +40,12 @@ type process struct {
 	// cache line the other reads (see queue): the fields above are
 	// written rarely, and after main come the queues only the runner reads
 	// at every message.
+	// urgent and system are made on their first push (see spareQueue):
+	// most processes never receive an exit signal, a down message or an
+	// inspection, and two queues of their own would be half a process.
 	main   queue
-	urgent queue
-	system queue
+	urgent spareQueue
+	system spareQueue
 
 	out atomic.Uint64          // messages sent (those received are the queues' pushed counts)
 	log atomic.Pointer[logger] // made on first use; idle processes skip it
@@ -66,7 +72,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 	}
 	p.main.limit = uint64(options.MailboxSize)
 	if parent != nil {
-		p.parent = parent.pid
+		p.parentID = parent.pid.ID
 	}
 	p.state.Store(int32(gen.ProcessStateInit))
 
@@ -129,10 +135,15 @@ func (n *node) unregister(p *process) {
 	n.mu.Unlock()
 }
 
-func (p *process) Node() gen.Node                { return p.node }
-func (p *process) Name() gen.Atom                { return p.name }
-func (p *process) PID() gen.PID                  { return p.pid }
-func (p *process) Parent() gen.PID               { return p.parent }
+func (p *process) Node() gen.Node { return p.node }
+func (p *process) Name() gen.Atom { return p.name }
+func (p *process) PID() gen.PID   { return p.pid }
+func (p *process) Parent() gen.PID {
+	if p.parentID == 0 {
+		return gen.PID{}
+	}
+	return gen.PID{Node: p.pid.Node, ID: p.parentID, Creation: p.pid.Creation}
+}
 func (p *process) Behavior() gen.ProcessBehavior { return p.behavior }
 func (p *process) TrapExit() bool                { return p.trap.Load() }
 func (p *process) State() gen.ProcessState       { return gen.ProcessState(p.state.Load()) }
@@ -151,6 +162,20 @@ func (p *process) Log() gen.Log {
 		return p.log.Load()
 	}
 	return l
+}
+
+// LogLevel is Log().Level() without making p's logger when it has none:
+// a caller that checks the level before a line then leaves an idle
+// process without one. It is not part of gen.Process; a caller finds it
+// with a type assertion.
+func (p *process) LogLevel() gen.LogLevel {
+	if l := p.log.Load(); l != nil {
+		return l.Level()
+	}
+	if p.logLevel != gen.LogLevelDefault {
+		return p.logLevel
+	}
+	return p.node.log.Level()
 }
 
 // logAttrs are the attributes of p's log lines.
@@ -174,11 +199,39 @@ func (p *process) SpawnRegister(register gen.Atom, factory gen.ProcessFactory, o
 }
 
 func (p *process) Send(to any, message any) error {
-	if err := p.node.send(p.pid, to, message); err != nil {
-		return err
+	return p.sent(p.node.send(p.pid, to, message))
+}
+
+// sent counts a message sent when err, the send's outcome, is nil, and
+// returns err.
+func (p *process) sent(err error) error {
+	if err == nil {
+		p.out.Add(1)
 	}
-	p.out.Add(1)
-	return nil
+	return err
+}
+
+// SendPID is Send to a process by its PID, which the caller passes as
+// such, not boxed in an any: a send of the election's messages to its
+// peers, many a second, then allocates nothing for the address. It is not
+// part of gen.Process; a caller finds it with a type assertion.
+func (p *process) SendPID(to gen.PID, message any) error {
+	if to.Node == "" {
+		return p.Send(to, message)
+	}
+	return p.sent(p.node.sendPID(p.pid, to, message))
+}
+
+// SendProcessID is Send to a process by its registered name, which the
+// caller passes as such, not boxed in an any (see SendPID).
+func (p *process) SendProcessID(to gen.ProcessID, message any) error {
+	if to.Name == "" {
+		return p.Send(to, message)
+	}
+	if to.Node == "" {
+		to.Node = p.node.name
+	}
+	return p.sent(p.node.sendTo(p.pid, target{name: to.Name, node: to.Node}, message))
 }
 
 func (p *process) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
@@ -218,9 +271,18 @@ func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, er
 	return p.node.inspect(p, p.pid, target, item)
 }
 
-func (p *process) Link(to any) error      { return p.node.watch(p, to, relLink) }
-func (p *process) Unlink(to any) error    { return p.node.unwatch(p, to, relLink) }
-func (p *process) Monitor(to any) error   { return p.node.watch(p, to, relMonitor) }
+func (p *process) Link(to any) error    { return p.node.watch(p, to, relLink) }
+func (p *process) Unlink(to any) error  { return p.node.unwatch(p, to, relLink) }
+func (p *process) Monitor(to any) error { return p.node.watch(p, to, relMonitor) }
+
+// MonitorPID is Monitor of a process by its PID, which the caller passes
+// as such, not boxed in an any (see SendPID).
+func (p *process) MonitorPID(to gen.PID) error {
+	if to.Node == "" {
+		return p.Monitor(to)
+	}
+	return p.node.watchTarget(p, pidTarget(to), relMonitor)
+}
 func (p *process) Demonitor(to any) error { return p.node.unwatch(p, to, relMonitor) }
 
 // info is the snapshot ProcessInfo returns.
@@ -228,11 +290,11 @@ func (p *process) info() gen.ProcessInfo {
 	return gen.ProcessInfo{
 		PID:         p.pid,
 		Name:        p.name,
-		Parent:      p.parent,
+		Parent:      p.Parent(),
 		Behavior:    fmt.Sprintf("%T", p.behavior),
 		State:       p.State(),
 		MailboxLen:  p.main.Len() + p.system.Len() + p.urgent.Len(),
-		MessagesIn:  p.urgent.pushed.Load() + p.system.pushed.Load() + p.main.pushed.Load(),
+		MessagesIn:  p.urgent.pushedCount() + p.system.pushedCount() + p.main.pushed.Load(),
 		MessagesOut: p.out.Load(),
 		TrapExit:    p.trap.Load(),
 		Uptime:      time.Since(time.Unix(0, p.born)),

@@ -19,8 +19,14 @@ func (d registry) RegisterTypes(types []any) error {
 	return nil
 }
 
+// IsRegistered encodes v into a pooled scratch buffer: every election member
+// checks its wire types at spawn, and buffers of their own would be a dozen
+// pieces of garbage per member among the ones it keeps.
 func (d registry) IsRegistered(v any) bool {
-	_, err := d.reg.Encode(nil, v)
+	s := getScratch()
+	defer putScratch(s)
+	b, err := d.reg.Encode(s.b[:0], v)
+	s.b = b
 	return err == nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
@@ -90,15 +91,22 @@ func sortedElems[T comparable](s smallSet[T]) []string {
 // no empty set stays in a map.
 func (m *relationsModel) check(t *testing.T, r *relations, step int) {
 	t.Helper()
-	plain := map[target][]string{}
 	for pid, s := range r.byPID {
 		require.NotZero(t, s.len(), "step %d: an empty set kept for %s", step, pid)
 		require.Equal(t, s.len(), len(s.appendTo(nil)), "step %d: len and elements disagree for %s", step, pid)
-		plain[pidTarget(pid)] = sortedElems(s)
+		for _, w := range s.appendTo(nil) {
+			require.False(t, r.watchedOnly(pidTarget(pid), w.pid), "step %d: %v on %s kept twice", step, w, pid)
+		}
 	}
 	for tg, s := range r.targets {
 		require.NotZero(t, s.len(), "step %d: an empty set kept for %v", step, tg)
-		plain[tg] = sortedElems(s)
+	}
+	plain := map[target][]string{}
+	r.eachPlain(func(tg target, w plainWatcher) {
+		plain[tg] = append(plain[tg], fmt.Sprint(w))
+	})
+	for _, ws := range plain {
+		slices.Sort(ws)
 	}
 	want := map[target][]string{}
 	for tg, ws := range m.plain {
@@ -188,4 +196,35 @@ func TestReviewRelationsMatchAPlainModel(t *testing.T) {
 			m.check(t, r, step)
 		}
 	}
+}
+
+// A local process's monitor of a process on another node, by PID, is
+// recorded once, in the watcher's own set: every election member holds one
+// per peer, and a second record keyed by the target cost ~700 bytes per
+// member. It is still found by everything that needs it.
+func TestRemotePIDWatchIsRecordedOnce(t *testing.T) {
+	const self = gen.Atom("n1@h")
+	r := &relations{node: &node{name: self}}
+	peer := pidTarget(gen.PID{Node: "n2@h", ID: 9, Creation: 1})
+	w := watcher{pid: gen.PID{Node: self, ID: 1, Creation: 1}, kind: relMonitor}
+	r.add(peer, w)
+	assert.Empty(t, r.byPID, "no record keyed by the remote target")
+	assert.Empty(t, r.targets)
+	mine := r.watching[w.pid]
+	assert.Equal(t, 1, mine.len())
+
+	var seen []relEntry
+	r.eachPlain(func(tg target, pw plainWatcher) { seen = append(seen, relEntry{tg, pw.watcher()}) })
+	assert.Equal(t, []relEntry{{peer, w}}, seen, "a lost connection's scan finds it")
+	assert.False(t, r.remove(peer, watcher{pid: w.pid, kind: relLink}), "a link it never held")
+	assert.True(t, r.remove(peer, w), "the down frame's removal finds it")
+	assert.False(t, r.remove(peer, w), "once")
+	assert.Empty(t, r.watching)
+
+	r.add(peer, w)
+	r.mu.Lock()
+	taken := r.takeTargetLocked(peer, nil)
+	r.mu.Unlock()
+	assert.Equal(t, []relEntry{{peer, w}}, taken)
+	assert.Empty(t, r.watching)
 }

@@ -16,7 +16,15 @@ import (
 // Config or a stored term that cannot be incremented, gen.ErrMalformed for a
 // stored view that does not hold together.
 func New(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, error) {
-	c, err := newCore(cfg, self, hs, now)
+	return NewLent(cfg, self, hs, now, Ready{})
+}
+
+// NewLent is New with room lent, as by Lend, for the first Ready: the
+// messages, timers and effects of room, emptied. A shell that lends its
+// cores memory for every input's Ready lends it for the first too, which
+// would otherwise be made beside the member's long-lived objects.
+func NewLent(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) (*Core, error) {
+	c, err := newCore(cfg, self, hs, now, room)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +231,40 @@ func (c *Core) ElectionDue() (time.Time, bool) {
 // running at once frees this member's place when it turns false.
 func (c *Core) Campaigning() bool { return c.camp != nil }
 
+// Lend gives the Core empty slices to collect the messages, timers and
+// effects of its next Ready in, for each it holds none of: the shell
+// lends memory it reuses, so that an input's Ready makes none of its own
+// (an election's burst is made of such inputs, and their Readys were most
+// of its garbage). The Core keeps what it was lent until Ready returns it,
+// or Reclaim takes it back; the shell must not touch it meanwhile.
+func (c *Core) Lend(messages []Outbound, timers []TimerOp, effects []Effect) {
+	if c.ready.Messages == nil {
+		c.ready.Messages = messages[:0]
+	}
+	if c.ready.Timers == nil {
+		c.ready.Timers = timers[:0]
+	}
+	if c.ready.Effects == nil {
+		c.ready.Effects = effects[:0]
+	}
+}
+
+// Reclaim drops the empty slices the Core holds, those it was lent and did
+// not fill, and reports whether it now holds none: the memory it was lent
+// is then the shell's again. It is not while a Ready is pending (HasReady).
+func (c *Core) Reclaim() bool {
+	if len(c.ready.Messages) == 0 {
+		c.ready.Messages = nil
+	}
+	if len(c.ready.Timers) == 0 {
+		c.ready.Timers = nil
+	}
+	if len(c.ready.Effects) == 0 {
+		c.ready.Effects = nil
+	}
+	return c.ready.Messages == nil && c.ready.Timers == nil && c.ready.Effects == nil
+}
+
 // HasReady reports whether Ready has anything to do.
 func (c *Core) HasReady() bool { return c.hasReady() }
 
@@ -344,8 +386,8 @@ func (c *Core) memberStatus(p *peer) MemberStatus {
 		UnreachableSince: c.clock.time(p.unreachableSince), SendError: sendErr, Started: p.started(),
 	}
 	if c.role == RoleLeader && ms.InView {
-		ms.Acked = p.acked
-		ms.Lags = p.ackedTerm != c.term || p.acked.Lineage != c.view.Stamp.Lineage || p.acked.Key != c.view.Stamp.Key
+		ms.Acked = p.ackedStamp()
+		ms.Lags = p.ackedTerm != c.term || p.ackedLineage != c.view.Stamp.Lineage || p.ackedKey != c.view.Stamp.Key
 	}
 	return ms
 }

@@ -2,7 +2,6 @@ package election
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -144,20 +143,32 @@ func (c *Core) open(now time.Time, term uint64, preVote, transfer bool) {
 
 // electorate lists the nodes an election asks: the view's members, and for
 // a formation every node any answer reported.
+// It is made in one allocation, sorted and compacted, not through a set:
+// an election's burst calls it once per answer.
 func (c *Core) electorate() []gen.Atom {
-	set := map[gen.Atom]bool{}
-	for _, m := range c.ownSet() {
-		set[m.Node] = true
-	}
+	own := c.ownSet()
+	n := len(own)
 	if c.camp != nil {
 		for _, s := range c.camp.reported {
-			for _, m := range s {
-				set[m.Node] = true
+			n += len(s)
+		}
+	}
+	out := make([]gen.Atom, 0, n)
+	add := func(ms []gen.ProcessID) {
+		for _, m := range ms {
+			if m.Node != c.cfg.Self.Node {
+				out = append(out, m.Node)
 			}
 		}
 	}
-	delete(set, c.cfg.Self.Node)
-	return slices.Sorted(maps.Keys(set))
+	add(own)
+	if c.camp != nil {
+		for _, s := range c.camp.reported {
+			add(s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // nameOf finds the registered name of the member on node, from the view,
@@ -222,16 +233,28 @@ func (c *Core) checkCampaign(now time.Time) {
 // cluster on it), the first name wins in every run, not the first a map
 // happens to yield.
 func (camp *campaign) reports() [][]gen.ProcessID {
-	out := make([][]gen.ProcessID, 0, len(camp.reported))
-	for _, n := range slices.Sorted(maps.Keys(camp.reported)) {
-		out = append(out, camp.reported[n])
+	var room [8]gen.Atom // a cluster's worth, on the stack
+	nodes := room[:0]
+	for n := range camp.reported {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	out := make([][]gen.ProcessID, len(nodes))
+	for i, n := range nodes {
+		out[i] = camp.reported[n]
 	}
 	return out
 }
 
 // grantedBy lists the nodes that granted, sorted.
 func (camp *campaign) grantedBy() []gen.Atom {
-	var out []gen.Atom
+	granted := 0
+	for _, ok := range camp.answers {
+		if ok {
+			granted++
+		}
+	}
+	out := make([]gen.Atom, 0, granted) // one allocation, of the size kept
 	for n, ok := range camp.answers {
 		if ok {
 			out = append(out, n)

@@ -184,10 +184,10 @@ func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byt
 		b = appendProcessID(b, p.id)
 		b = appendPID(b, p.pid)
 		b = binary.AppendVarint(b, p.startedNanos)
-		b = appendStamp(b, p.acked)
+		b = appendStamp(b, p.ackedStamp())
 		b = binary.AppendUvarint(b, p.ackedTerm)
 		b = appendPID(b, p.endedPID())
-		b = appendPID(b, p.reported)
+		b = appendPID(b, p.reportedPID())
 		b = appendBools(b, p.declared, p.answered, !p.unreachableSince.IsZero(),
 			!p.lastInbound.IsZero(), !p.lastReply.IsZero(), !p.lastSend.IsZero(), p.sendFailing,
 			!p.steadySince.IsZero(), !p.steadySince.IsZero() && at.Sub(p.steadySince) >= cfg.PreferStableFor,

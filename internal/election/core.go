@@ -173,7 +173,7 @@ const (
 	dropFatal          = "stopped"
 )
 
-func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, error) {
+func newCore(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) (*Core, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -195,9 +195,10 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time) (*Core, erro
 		votedFor: hs.VotedFor,
 		view:     hs.View,
 		clock:    clock{origin: now},
-		peers:    newPeerTable(),
-		store:    &memberStore{members: make([]gen.ProcessID, 0, len(cfg.Bootstrap)+1)},
+		peers:    newPeerTable(cfg.Self.Node, cfg.Bootstrap, hs.View.members()),
+		store:    newMemberStore(),
 	}
+	c.Lend(room.Messages, room.Timers, room.Effects)
 	for _, p := range cfg.Bootstrap {
 		if p.Node != cfg.Self.Node {
 			c.peers.ensure(p).declared = true

@@ -10,7 +10,6 @@ import (
 
 // leadership is what a leader keeps for its term; it ends with the term.
 type leadership struct {
-	since time.Time
 	// committedInTerm: the view this leader holds was acknowledged by a
 	// majority at this term. Changes wait for it.
 	committedInTerm bool
@@ -59,7 +58,7 @@ func (c *Core) becomeLeader(now time.Time) {
 	stamp.Key.Term = c.term
 	c.view = c.viewOf(stamp, c.view.Members)
 	c.hardDirty = true
-	c.lead = c.newLeadership(now)
+	c.lead = c.newLeadership()
 	for _, m := range c.view.Members {
 		if m.Node == c.cfg.Self.Node {
 			continue
@@ -88,7 +87,7 @@ func (c *Core) sendHeartbeats(now time.Time) {
 			continue
 		}
 		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
-		if p.acked != c.view.Stamp || p.ackedTerm != c.term {
+		if p.ackedStamp() != c.view.Stamp || p.ackedTerm != c.term {
 			hb.View = c.view
 		}
 		c.send(now, p, hb)
@@ -188,7 +187,8 @@ func (c *Core) onHeartbeatAck(now time.Time, from gen.PID, m MessageHeartbeatAck
 		return
 	}
 	p := c.peers.get(from.Node)
-	p.acked, p.ackedTerm, p.declines = m.Header.View, m.Term, m.Declines
+	p.ackedLineage, p.ackedKey, p.ackedAgreed = m.Header.View.Lineage, m.Header.View.Key, m.Header.View.Agreed
+	p.ackedTerm, p.declines = m.Term, m.Declines
 	c.checkCommit(now)
 }
 
@@ -206,7 +206,7 @@ func (c *Core) checkCommit(now time.Time) {
 			acked++
 			continue
 		}
-		if p := c.peers.get(m.Node); p != nil && p.ackedTerm == c.term && p.acked.Lineage == c.view.Stamp.Lineage && p.acked.Key == key {
+		if p := c.peers.get(m.Node); p != nil && p.ackedTerm == c.term && p.ackedLineage == c.view.Stamp.Lineage && p.ackedKey == key {
 			acked++
 		}
 	}

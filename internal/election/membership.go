@@ -482,7 +482,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	}
 	wasLeader := c.role != RoleLeader && c.leader == pid
 	noConnection := errors.Is(reason, gen.ErrNoConnection)
-	p.pid = gen.PID{}
+	p.setPID(gen.PID{})
 	p.unreachableSince = c.clock.at(now)
 	p.steadySince = 0
 	c.syncPeer(p)

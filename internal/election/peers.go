@@ -2,6 +2,7 @@ package election
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -23,6 +24,11 @@ type peer struct {
 	sendFailing bool // the shell reported the last send to it failed
 	// declines: its last acknowledgement said it would not take leadership.
 	declines bool
+	// reportedIsPID: the PID last reported to HandlePeerJoined is pid (see
+	// reportedPID).
+	reportedIsPID bool
+	// ackedAgreed is the Agreed of the stamp it acked (see ackedStamp).
+	ackedAgreed bool
 	// unreachableSince is non-zero while its connection is down.
 	unreachableSince instant
 	lastInbound      instant // last valid protocol message from it
@@ -38,13 +44,14 @@ type peer struct {
 	// startedNanos is its start time, from its messages, as they carry it
 	// (startedNanos); zero when unknown. See started.
 	startedNanos int64
-	// acked is the view stamp it last acknowledged to this member as leader,
-	// at term ackedTerm; a view is committed when a majority acked its key at
-	// the leader's term.
-	acked     ViewStamp
-	ackedTerm uint64
-	// reported is the PID last reported to HandlePeerJoined, zero when none.
-	reported gen.PID
+	// ackedLineage, ackedKey and ackedAgreed are the view stamp it last
+	// acknowledged to this member as leader, at term ackedTerm; a view is
+	// committed when a majority acked its key at the leader's term. Kept
+	// apart, not as one ViewStamp, so that Agreed packs with the flags above:
+	// four peers then fit an allocation of 768 (see newPeerTable).
+	ackedLineage Lineage
+	ackedKey     ViewKey
+	ackedTerm    uint64
 	// rare holds what few peers ever have; nil until one of its fields is set.
 	rare *peerRare
 }
@@ -57,6 +64,58 @@ type peerRare struct {
 	ended    string
 	endedPID gen.PID
 	sendErr  error // why the last send failed, for inspection
+	// reported is the PID last reported to HandlePeerJoined when that is
+	// not pid (pid changed or was forgotten since; see reportedPID).
+	reported gen.PID
+}
+
+// reportedPID is the PID last reported to HandlePeerJoined, zero when none.
+// Nearly always it is pid, which a flag says: a PID of its own would be 32
+// of a peer's bytes, which fit an allocation of 192 without it.
+func (p *peer) reportedPID() gen.PID {
+	switch {
+	case p.reportedIsPID:
+		return p.pid
+	case p.rare != nil:
+		return p.rare.reported
+	}
+	return gen.PID{}
+}
+
+// setReported records pid as the PID last reported to HandlePeerJoined.
+func (p *peer) setReported(pid gen.PID) {
+	p.reportedIsPID = pid != (gen.PID{}) && pid == p.pid
+	switch {
+	case p.reportedIsPID || pid == (gen.PID{}):
+		if p.rare != nil {
+			p.rare.reported = gen.PID{}
+		}
+	default:
+		p.rareFields().reported = pid
+	}
+}
+
+// setPID changes p's PID, keeping the one last reported to
+// HandlePeerJoined when that was the old one.
+func (p *peer) setPID(pid gen.PID) {
+	if p.reportedIsPID && pid != p.pid {
+		p.reportedIsPID = false
+		p.rareFields().reported = p.pid
+	}
+	p.pid = pid
+}
+
+// rareFields is p.rare, made when nil.
+func (p *peer) rareFields() *peerRare {
+	if p.rare == nil {
+		p.rare = &peerRare{}
+	}
+	return p.rare
+}
+
+// ackedStamp is the view stamp p last acknowledged to this member as leader.
+func (p *peer) ackedStamp() ViewStamp {
+	return ViewStamp{Lineage: p.ackedLineage, Key: p.ackedKey, Agreed: p.ackedAgreed}
 }
 
 // ended is why p's process ended, "" when it did not (see peerRare).
@@ -77,10 +136,8 @@ func (p *peer) endedPID() gen.PID {
 
 // setEnded records why p's process pid ended.
 func (p *peer) setEnded(why string, pid gen.PID) {
-	if p.rare == nil {
-		p.rare = &peerRare{}
-	}
-	p.rare.ended, p.rare.endedPID = why, pid
+	r := p.rareFields()
+	r.ended, r.endedPID = why, pid
 }
 
 // clearEnded forgets why p's process ended (it spoke again); endedPID stays.
@@ -100,13 +157,10 @@ func (p *peer) lastSendErr() error {
 
 // setSendErr records why the last send to p failed.
 func (p *peer) setSendErr(err error) {
-	if p.rare == nil {
-		if err == nil {
-			return
-		}
-		p.rare = &peerRare{}
+	if p.rare == nil && err == nil {
+		return
 	}
-	p.rare.sendErr = err
+	p.rareFields().sendErr = err
 }
 
 // started is p's start time, zero when unknown.
@@ -166,7 +220,37 @@ type peerTable struct {
 	list   []*peer
 }
 
-func newPeerTable() peerTable { return peerTable{} }
+// newPeerTable is the table of the members ids name on nodes other than
+// self, the first name of a node winning as with ensure. Their peers are
+// made in one allocation, with the Core and before any election: each
+// apart, among the election burst's messages of their size, would pin
+// pages of that garbage (four fit 768 bytes). Peers added later are made
+// one by one.
+func newPeerTable(self gen.Atom, ids ...[]gen.ProcessID) peerTable {
+	n := 0
+	for _, list := range ids {
+		n += len(list)
+	}
+	nodes := make([]gen.ProcessID, 0, n)
+	for _, list := range ids {
+		for _, id := range list {
+			if id.Node != self && !slices.ContainsFunc(nodes, func(n gen.ProcessID) bool { return n.Node == id.Node }) {
+				nodes = append(nodes, id)
+			}
+		}
+	}
+	if len(nodes) == 0 {
+		return peerTable{}
+	}
+	slices.SortFunc(nodes, func(a, b gen.ProcessID) int { return strings.Compare(string(a.Node), string(b.Node)) })
+	t := peerTable{sorted: make([]gen.Atom, len(nodes)), list: make([]*peer, len(nodes))}
+	block := make([]peer, len(nodes))
+	for i, id := range nodes {
+		block[i].id = id
+		t.sorted[i], t.list[i] = id.Node, &block[i]
+	}
+	return t
+}
 
 func (t *peerTable) get(node gen.Atom) *peer {
 	if i, found := slices.BinarySearch(t.sorted, node); found {

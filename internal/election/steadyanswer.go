@@ -52,7 +52,7 @@ func (c *Core) SteadyAnswer(now time.Time) (SteadyAnswer, bool) {
 		return SteadyAnswer{}, false
 	}
 	p := c.peers.get(c.leader.Node)
-	if p == nil || p.pid != c.leader || p.id != c.leaderID || p.ended() != "" || p.reported != c.reportedPID(p) {
+	if p == nil || p.pid != c.leader || p.id != c.leaderID || p.ended() != "" || p.reportedPID() != c.reportedPID(p) {
 		return SteadyAnswer{}, false
 	}
 	if until, ok := c.withdrawn[c.leader.Node]; ok && now.Before(until) {

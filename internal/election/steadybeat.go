@@ -152,8 +152,8 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 			continue
 		}
 		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
-			p.ackedTerm != c.term || p.acked != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
-			p.lastInbound > p.lastReply || p.reported != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
+			p.ackedTerm != c.term || p.ackedStamp() != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
+			p.lastInbound > p.lastReply || p.reportedPID() != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
 			return SteadyBeat{}, false
 		}
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
@@ -247,7 +247,7 @@ func (c *Core) CatchUp(sb *SteadyBeat, b BeatenAhead) error {
 	peers := make([]*peer, len(sb.Members))
 	for i, m := range sb.Members {
 		p := c.peers.byPID(m.PID)
-		if p == nil || p.ackedTerm != c.term || p.acked != c.view.Stamp {
+		if p == nil || p.ackedTerm != c.term || p.ackedStamp() != c.view.Stamp {
 			return fmt.Errorf("catching up on a steady beat: member %s no longer stands: %w", m.PID, gen.ErrIncorrect)
 		}
 		peers[i] = p

@@ -203,7 +203,7 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 		if old := p.pid; old != (gen.PID{}) {
 			c.effect(Demonitor{PID: old})
 		}
-		p.pid = from
+		p.setPID(from)
 		p.steadySince = 0
 		c.effect(Monitor{PID: from})
 	}
@@ -226,17 +226,17 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 // forgotten, or the peer joined or left the view: HandlePeerJoined and
 // HandlePeerLeft speak of members of the view with a known PID.
 func (c *Core) syncPeer(p *peer) {
-	want := c.reportedPID(p)
-	if p.reported == want {
+	want, reported := c.reportedPID(p), p.reportedPID()
+	if reported == want {
 		return
 	}
-	if p.reported != (gen.PID{}) {
-		c.effect(PeerLeft{PID: p.reported})
+	if reported != (gen.PID{}) {
+		c.effect(PeerLeft{PID: reported})
 	}
 	if want != (gen.PID{}) {
 		c.effect(PeerJoined{PID: want})
 	}
-	p.reported = want
+	p.setReported(want)
 }
 
 // isWithdrawn reports whether node was withdrawn by Leave less than a sticky

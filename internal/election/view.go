@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/quorum"
@@ -105,13 +104,24 @@ func newView(stamp ViewStamp, members []gen.ProcessID) *View {
 type memberStore struct {
 	views [storeViews]View
 	used  uint8
-	// members is room for the first member list a kept view holds; nil
-	// once taken.
-	members []gen.ProcessID
+	// roomFree says room is not yet taken.
+	roomFree bool
 	// lead is the leadership of the member's latest term as leader
 	// (newLeadership).
 	lead leadership
+	// room holds the first member list of up to storeRoom members a kept
+	// view holds, so that the list shares the store's allocation: made
+	// apart it would be the one object of its size class a member keeps,
+	// and pin a page of the burst's garbage of that size.
+	room [storeRoom]gen.ProcessID
 }
+
+// storeRoom is how many members the store's own room for a member list
+// holds: a cluster of five, the default, fills a store of 448 bytes.
+const storeRoom = 5
+
+// newMemberStore makes a member's store.
+func newMemberStore() *memberStore { return &memberStore{roomFree: true} }
 
 // storeViews is how many views a store keeps: a formation's leader
 // installs the view it proposes, re-stamps it with its term and marks it
@@ -126,10 +136,10 @@ func (c *Core) viewOf(stamp ViewStamp, members []gen.ProcessID) *View {
 	if s == nil || int(s.used) == len(s.views) {
 		return &View{Stamp: stamp, Members: members}
 	}
-	if s.members != nil && len(members) <= cap(s.members) {
-		room := s.members[:len(members):len(members)]
+	if s.roomFree && len(members) <= len(s.room) {
+		room := s.room[:len(members):len(members)]
 		copy(room, members)
-		members, s.members = room, nil
+		members, s.roomFree = room, false
 	}
 	v := &s.views[s.used]
 	*v = View{Stamp: stamp, Members: members}
@@ -140,11 +150,11 @@ func (c *Core) viewOf(stamp ViewStamp, members []gen.ProcessID) *View {
 // newLeadership is the leadership of a term this member wins, from the store
 // when it has one: a member leads one term at a time, and Clone copies a
 // leadership into memory of its own.
-func (c *Core) newLeadership(now time.Time) *leadership {
+func (c *Core) newLeadership() *leadership {
 	if c.store == nil {
-		return &leadership{since: now}
+		return &leadership{}
 	}
-	c.store.lead = leadership{since: now}
+	c.store.lead = leadership{}
 	return &c.store.lead
 }
 
