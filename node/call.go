@@ -103,7 +103,7 @@ func (n *node) await(self *process, ch chan callResult, timeout int) (any, error
 	}
 	if self != nil && self.onWorker {
 		n.pool.block(n)
-		defer n.pool.unblock()
+		defer n.pool.unblock(n)
 	}
 	timer := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer timer.Stop()

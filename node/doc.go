@@ -80,8 +80,9 @@
 //     processes at once; the rest wait their turn in the order they were
 //     woken, so a burst of thousands of wake-ups (every watcher of a lost
 //     node's processes) leaves the node's connections and timers the CPU
-//     they need. A behavior waiting in a Call gives its place back while
-//     it waits. One that blocks anywhere else (a channel, a sleep, I/O, a
+//     they need. A callback waiting in a Call gives its place back while
+//     it waits (ProcessInit runs on its spawner's goroutine and keeps the
+//     spawner's). One that blocks anywhere else (a channel, a sleep, I/O, a
 //     Send waiting for room) keeps it: when no waiting process has started
 //     for 10 ms, the node adds a place, given back once none waits. So
 //     blocking code delays others by 10 ms at most per place it holds;

@@ -177,9 +177,10 @@ func (s *pool) block(n *node) {
 	s.mu.Unlock()
 }
 
-func (s *pool) unblock() {
+func (s *pool) unblock(n *node) {
 	s.mu.Lock()
 	s.running++
+	s.watchLocked(n) // the worker called for runq meanwhile may find no place
 	s.mu.Unlock()
 }
 
@@ -224,6 +225,8 @@ func (n *node) work() {
 		}
 		if s.runq.n == 0 {
 			s.bound = s.base // the slots the stall watch added are given back
+		} else {
+			s.watchLocked(n) // every place taken: it parks, and the watch sees to runq
 		}
 		s.runq.trim()
 		if s.stopped {

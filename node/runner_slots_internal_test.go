@@ -132,3 +132,71 @@ func (c *slotCaller) HandleMessage(gen.PID, any) error {
 	_, _ = c.CallWithTimeout(c.server, "wait", 600)
 	return nil
 }
+
+// answerLater takes Calls and answers none itself: each goes to calls, for
+// the test to answer when it chooses.
+type answerLater struct {
+	act.Actor
+	calls chan heldCall
+}
+
+type heldCall struct {
+	from gen.PID
+	ref  gen.Ref
+}
+
+func (s *answerLater) HandleCall(from gen.PID, ref gen.Ref, _ any) (any, error) {
+	s.calls <- heldCall{from, ref}
+	return nil, nil
+}
+
+// callThenWait calls server on any message, then waits for otherRan and
+// reports whether it came in time.
+type callThenWait struct {
+	act.Actor
+	server   gen.PID
+	otherRan chan struct{}
+	result   chan bool
+}
+
+func (c *callThenWait) HandleMessage(gen.PID, any) error {
+	_, _ = c.CallWithTimeout(c.server, "x", 60)
+	select {
+	case <-c.otherRan:
+		c.result <- true
+	case <-time.After(slotsWait / 2): // far above stallAfter
+		c.result <- false
+	}
+	return nil
+}
+
+func TestAProcessWokenWhileACallWaitsRunsThoughTheCallerBlocksAfterIt(t *testing.T) {
+	// One place: the caller gives it back while its Call waits, a process is
+	// woken meanwhile, and the Call returns before that process's worker
+	// arrives; the caller then blocks until that process has run. Only the
+	// stall watch, armed as the Call took its place back, lets it run.
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) }) // after the node's stop, registered later
+	n := startSlotsNode(t, "slots-unblock@localhost")
+	calls := make(chan heldCall, 1)
+	server, err := n.Spawn(func() gen.ProcessBehavior { return &answerLater{calls: calls} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	otherRan := make(chan struct{})
+	result := make(chan bool, 1)
+	caller, err := n.Spawn(func() gen.ProcessBehavior {
+		return &callThenWait{server: server, otherRan: otherRan, result: result}
+	}, gen.ProcessOptions{})
+	require.NoError(t, err)
+	other := spawnSlotProbe(t, n, func(gen.PID, any) error { close(otherRan); return nil })
+
+	require.NoError(t, n.Send(caller, "go"))
+	c := <-calls
+	require.Eventually(t, func() bool { // the caller's place is back, the pool idle, no watch armed
+		n.pool.mu.Lock()
+		defer n.pool.mu.Unlock()
+		return n.pool.running == 0 && n.pool.runq.n == 0 && n.pool.coming == 0 && !n.pool.watching
+	}, slotsWait, time.Millisecond)
+	require.NoError(t, n.Send(other, "hello"))
+	require.NoError(t, n.respond(server, c.from, c.ref, "ok", nil))
+	require.True(t, <-result, "the process woken while the Call waited ran while its caller blocked after the Call")
+}
