@@ -86,7 +86,9 @@
 //     Send waiting for room) keeps it: when no waiting process has started
 //     for 10 ms, the node adds a place, given back once none waits. So
 //     blocking code delays others by 10 ms at most per place it holds;
-//     better still, do it on a goroutine of your own.
+//     better still, do it on a goroutine of your own. A process spawned
+//     with ProcessOptions.Urgent (not in ergo) runs ahead of the waiting
+//     ones and needs no place: keep such processes few and quick.
 //
 // Inside, a process target (the `to` of Send and Call, the target of Link
 // and Monitor) is decoded once, at the public method, into a target value

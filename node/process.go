@@ -27,6 +27,9 @@ type process struct {
 	// worker reads or writes it. A Call waiting there gives its slot back
 	// (pool.block).
 	onWorker bool
+	// runsUrgent is ProcessOptions.Urgent: woken, it is run ahead of the
+	// others and whatever the places taken (pool).
+	runsUrgent bool
 
 	state atomic.Int32                  // a gen.ProcessState
 	trap  atomic.Bool                   // exits arrive as messages
@@ -71,6 +74,7 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		logLevel: options.LogLevel,
 	}
 	p.main.limit = uint64(options.MailboxSize)
+	p.runsUrgent = options.Urgent
 	if parent != nil {
 		p.parentID = parent.pid.ID
 	}

@@ -62,6 +62,10 @@ const workerIdle = 100 * time.Millisecond
 // the watch adds a slot and calls a worker. The slots added are given back
 // once runq is empty.
 //
+// Urgent processes (ProcessOptions.Urgent: the leader package's heartbeat
+// coalescer, whose delay costs every cluster's quorum evidence) wait in
+// urgentq, which workers take first and whatever the slots taken.
+//
 // The idle workers form a stack, not a queue: a busy node wakes the same
 // few workers, whose stacks stay grown and in cache, and the rest stay
 // parked until retire ends them. A worker parks on its own channel with a
@@ -70,6 +74,7 @@ const workerIdle = 100 * time.Millisecond
 type pool struct {
 	mu      sync.Mutex  // guards every field below
 	runq    ring        // woken processes not yet taken by a worker, oldest first
+	urgentq ring        // woken urgent processes (ProcessOptions.Urgent), taken before runq and whatever the places taken
 	coming  int         // workers called (woken or started) that have not yet looked at runq
 	idle    []*worker   // parked workers, the most recently parked last
 	period  uint64      // retire rounds run so far
@@ -112,6 +117,15 @@ func (n *node) schedule(p *process) {
 	if s.base == 0 {
 		s.base = runtime.GOMAXPROCS(0)
 		s.bound = s.base
+	}
+	if p.runsUrgent {
+		s.urgentq.push(p)
+		if s.coming > 0 {
+			s.mu.Unlock()
+			return
+		}
+		s.call(n) // unlocks
+		return
 	}
 	s.runq.push(p)
 	if s.coming > 0 || s.running >= s.bound {
@@ -209,11 +223,16 @@ func (n *node) work() {
 	for {
 		s.mu.Lock()
 		s.coming--
-		for s.runq.n > 0 && s.running < s.bound {
-			p := s.runq.pop().(*process)
+		for s.urgentq.n > 0 || (s.runq.n > 0 && s.running < s.bound) {
+			var p *process
+			if s.urgentq.n > 0 {
+				p = s.urgentq.pop().(*process)
+			} else {
+				p = s.runq.pop().(*process)
+				s.taken++
+			}
 			s.running++
-			s.taken++
-			if s.runq.n > 0 && s.coming == 0 && s.running < s.bound {
+			if s.coming == 0 && (s.urgentq.n > 0 || (s.runq.n > 0 && s.running < s.bound)) {
 				s.call(n) // unlocks
 			} else {
 				s.watchLocked(n)
@@ -229,6 +248,7 @@ func (n *node) work() {
 			s.watchLocked(n) // every place taken: it parks, and the watch sees to runq
 		}
 		s.runq.trim()
+		s.urgentq.trim()
 		if s.stopped {
 			s.mu.Unlock()
 			return

@@ -200,3 +200,42 @@ func TestAProcessWokenWhileACallWaitsRunsThoughTheCallerBlocksAfterIt(t *testing
 	require.NoError(t, n.respond(server, c.from, c.ref, "ok", nil))
 	require.True(t, <-result, "the process woken while the Call waited ran while its caller blocked after the Call")
 }
+
+func TestAnUrgentProcessRunsWhileEveryPlaceIsTaken(t *testing.T) {
+	before := stallAfter
+	t.Cleanup(func() { stallAfter = before }) // after the node's stop, registered later
+	stallAfter = time.Hour                    // no place is added: only the urgent lane can run it
+	n := startSlotsNode(t, "slots-urgent@localhost")
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the node's stop, which waits for the blockers
+	var blocked atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
+		require.NoError(t, n.Send(spawnSlotProbe(t, n, func(gen.PID, any) error {
+			blocked.Add(1)
+			<-release
+			return nil
+		}), "block"))
+	}
+	require.Eventually(t, func() bool { return blocked.Load() == int64(runtime.GOMAXPROCS(0)) }, slotsWait, time.Millisecond,
+		"every place is held by a blocked behavior")
+
+	normalRan := make(chan struct{}, 1)
+	normal := spawnSlotProbe(t, n, func(gen.PID, any) error { normalRan <- struct{}{}; return nil })
+	require.NoError(t, n.Send(normal, "wait your turn"))
+	urgentRan := make(chan struct{}, 1)
+	urgent, err := n.Spawn(func() gen.ProcessBehavior {
+		return &slotProbe{onMessage: func(gen.PID, any) error { urgentRan <- struct{}{}; return nil }}
+	}, gen.ProcessOptions{Urgent: true})
+	require.NoError(t, err)
+	require.NoError(t, n.Send(urgent, "now"))
+	select {
+	case <-urgentRan:
+	case <-time.After(slotsWait):
+		t.Fatal("an urgent process waited for a place")
+	}
+	select {
+	case <-normalRan:
+		t.Fatal("a process woken earlier ran without a place: the bound does not hold")
+	default:
+	}
+}
