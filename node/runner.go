@@ -72,15 +72,21 @@ const workerIdle = 100 * time.Millisecond
 // plain receive, neither a select nor a timer per wake-up; one node-wide
 // timer retires the workers left idle.
 type pool struct {
-	mu      sync.Mutex  // guards every field below
-	runq    ring        // woken processes not yet taken by a worker, oldest first
-	urgentq ring        // woken urgent processes (ProcessOptions.Urgent), taken before runq and whatever the places taken
-	coming  int         // workers called (woken or started) that have not yet looked at runq
-	idle    []*worker   // parked workers, the most recently parked last
-	period  uint64      // retire rounds run so far
-	retirer *time.Timer // calls retire every workerIdle while a worker is parked; nil until first needed
-	armed   bool        // retirer is set to fire
-	stopped bool        // the node has stopped: workers end instead of parking
+	mu      sync.Mutex // guards every field below
+	runq    ring       // woken processes not yet taken by a worker, oldest first
+	urgentq ring       // woken urgent processes (ProcessOptions.Urgent), taken before runq and whatever the places taken
+	// next is the process woken last, taken before runq's oldest unless
+	// nextStreak processes were taken so in a row: a reply, woken by the
+	// request it answers, does not wait behind a burst's backlog, and the
+	// backlog still moves. The process it displaces joins runq's tail.
+	next       *process
+	nextStreak int
+	coming     int         // workers called (woken or started) that have not yet looked at runq
+	idle       []*worker   // parked workers, the most recently parked last
+	period     uint64      // retire rounds run so far
+	retirer    *time.Timer // calls retire every workerIdle while a worker is parked; nil until first needed
+	armed      bool        // retirer is set to fire
+	stopped    bool        // the node has stopped: workers end instead of parking
 	// running counts the workers running a process and not waiting in a
 	// Call; bound is how many may (base, GOMAXPROCS, plus the slots the
 	// stall watch added); taken counts the processes taken from runq.
@@ -127,7 +133,10 @@ func (n *node) schedule(p *process) {
 		s.call(n) // unlocks
 		return
 	}
-	s.runq.push(p)
+	if s.next != nil {
+		s.runq.push(s.next)
+	}
+	s.next = p
 	if s.coming > 0 || s.running >= s.bound {
 		s.watchLocked(n)
 		s.mu.Unlock()
@@ -136,10 +145,40 @@ func (n *node) schedule(p *process) {
 	s.call(n) // unlocks
 }
 
+// nextLimit bounds the processes taken in a row as next, before runq's
+// oldest.
+const nextLimit = 8
+
+// waiting counts the woken processes waiting for a place. s.mu is held.
+func (s *pool) waiting() int {
+	if s.next != nil {
+		return int(s.runq.n) + 1
+	}
+	return int(s.runq.n)
+}
+
+// take takes the process to run next: next, unless nextLimit were taken so
+// in a row ahead of runq's oldest, else that oldest. s.mu is held.
+func (s *pool) take() *process {
+	s.taken++
+	switch {
+	case s.next != nil && s.runq.n == 0:
+		s.nextStreak = 0 // it passes nobody
+	case s.next != nil && s.nextStreak < nextLimit:
+		s.nextStreak++
+	default:
+		s.nextStreak = 0
+		return s.runq.pop().(*process)
+	}
+	p := s.next
+	s.next = nil
+	return p
+}
+
 // watchLocked arms the stall watch when processes wait for a slot and it
 // is not armed yet. s.mu is held.
 func (s *pool) watchLocked(n *node) {
-	if s.watching || s.stopped || s.runq.n == 0 || s.running < s.bound {
+	if s.watching || s.stopped || s.waiting() == 0 || s.running < s.bound {
 		return
 	}
 	s.watching, s.watchFrom = true, s.taken
@@ -156,7 +195,7 @@ func (s *pool) watchLocked(n *node) {
 func (s *pool) stalled(n *node) {
 	s.mu.Lock()
 	s.watching = false
-	if s.stopped || s.runq.n == 0 {
+	if s.stopped || s.waiting() == 0 {
 		s.mu.Unlock()
 		return
 	}
@@ -184,7 +223,7 @@ func (s *pool) stalled(n *node) {
 func (s *pool) block(n *node) {
 	s.mu.Lock()
 	s.running--
-	if s.runq.n > 0 && s.coming == 0 && s.running < s.bound {
+	if s.waiting() > 0 && s.coming == 0 && s.running < s.bound {
 		s.call(n) // unlocks
 		return
 	}
@@ -223,16 +262,15 @@ func (n *node) work() {
 	for {
 		s.mu.Lock()
 		s.coming--
-		for s.urgentq.n > 0 || (s.runq.n > 0 && s.running < s.bound) {
+		for s.urgentq.n > 0 || (s.waiting() > 0 && s.running < s.bound) {
 			var p *process
 			if s.urgentq.n > 0 {
 				p = s.urgentq.pop().(*process)
 			} else {
-				p = s.runq.pop().(*process)
-				s.taken++
+				p = s.take()
 			}
 			s.running++
-			if s.coming == 0 && (s.urgentq.n > 0 || (s.runq.n > 0 && s.running < s.bound)) {
+			if s.coming == 0 && (s.urgentq.n > 0 || (s.waiting() > 0 && s.running < s.bound)) {
 				s.call(n) // unlocks
 			} else {
 				s.watchLocked(n)
@@ -242,7 +280,7 @@ func (n *node) work() {
 			s.mu.Lock()
 			s.running--
 		}
-		if s.runq.n == 0 {
+		if s.waiting() == 0 {
 			s.bound = s.base // the slots the stall watch added are given back
 		} else {
 			s.watchLocked(n) // every place taken: it parks, and the watch sees to runq

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,4 +240,70 @@ func TestAnUrgentProcessRunsWhileEveryPlaceIsTaken(t *testing.T) {
 		t.Fatal("a process woken earlier ran without a place: the bound does not hold")
 	default:
 	}
+}
+
+// orderProbe appends its name to order when it runs, then wakes wake, if
+// set, with its own name.
+func orderProbe(t *testing.T, n *node, name string, mu *sync.Mutex, order *[]string, wake func() gen.PID) gen.PID {
+	t.Helper()
+	return spawnSlotProbe(t, n, func(gen.PID, any) error {
+		mu.Lock()
+		*order = append(*order, name)
+		mu.Unlock()
+		if wake != nil {
+			if pid := wake(); pid != (gen.PID{}) {
+				return n.Send(pid, name)
+			}
+		}
+		return nil
+	})
+}
+
+func TestTheProcessWokenLastRunsFirstAndTheBacklogStillMoves(t *testing.T) {
+	// One place, held while the backlog is woken, so the order is the
+	// pool's alone.
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) }) // after the node's stop, registered later
+	n := startSlotsNode(t, "slots-next@localhost")
+	var mu sync.Mutex
+	var order []string
+	hold := make(chan struct{})
+	held := make(chan struct{})
+	blocker := spawnSlotProbe(t, n, func(gen.PID, any) error { close(held); <-hold; return nil })
+	require.NoError(t, n.Send(blocker, "hold"))
+	<-held
+
+	const backlog, chain = 3, 2 * nextLimit
+	for i := range backlog {
+		require.NoError(t, n.Send(orderProbe(t, n, fmt.Sprintf("b%d", i), &mu, &order, nil), "wake"))
+	}
+	// A chain: each link, when it runs, wakes the next, as a reply wakes
+	// its requester.
+	links := make([]gen.PID, chain)
+	for i := chain - 1; i >= 0; i-- {
+		next := gen.PID{}
+		if i+1 < chain {
+			next = links[i+1]
+		}
+		links[i] = orderProbe(t, n, fmt.Sprintf("c%d", i), &mu, &order, func() gen.PID { return next })
+	}
+	require.NoError(t, n.Send(links[0], "start"))
+	close(hold)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == backlog+chain }, slotsWait, time.Millisecond)
+
+	var want []string
+	b := 0
+	for i := range chain {
+		want = append(want, fmt.Sprintf("c%d", i))
+		if (i+1)%nextLimit == 0 && b < backlog {
+			want = append(want, fmt.Sprintf("b%d", b)) // the oldest of the backlog, after nextLimit links in a row
+			b++
+		}
+	}
+	for ; b < backlog; b++ {
+		want = append(want, fmt.Sprintf("b%d", b))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, order, "each link runs as soon as it is woken, and the backlog's oldest after every %d", nextLimit)
 }
