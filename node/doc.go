@@ -9,7 +9,7 @@
 // again and holds no goroutine, only its memory (runner goroutines are reused
 // for a moment and end when idle). Callbacks of one process therefore
 // never run concurrently; at most GOMAXPROCS processes of a node run at
-// once, and the others woken wait their turn, oldest first (item 10). Processes on other nodes are reached through one
+// once, and the others woken wait their turn (item 10). Processes on other nodes are reached through one
 // authenticated connection per node pair, dialled in the background on first
 // use (no caller ever waits for a dial); only types registered with
 // Network.RegisterTypes cross it.
@@ -77,10 +77,12 @@
 //     Network().Stats(); repeated failures are logged within a budget per
 //     kind (5 lines per 10 s), not once each.
 //  10. A node runs at most GOMAXPROCS (read at its first wake-up) woken
-//     processes at once; the rest wait their turn in the order they were
-//     woken, so a burst of thousands of wake-ups (every watcher of a lost
-//     node's processes) leaves the node's connections and timers the CPU
-//     they need. A callback waiting in a Call gives its place back while
+//     processes at once; the rest wait their turn: the one woken last
+//     first, as a reply woken by its request, but never more than 8 in a
+//     row ahead of the others, which go oldest first. So a burst of
+//     thousands of wake-ups (every watcher of a lost node's processes)
+//     leaves the node's connections and timers the CPU they need, and
+//     request-reply chains do not wait behind it. A callback waiting in a Call gives its place back while
 //     it waits (ProcessInit runs on its spawner's goroutine and keeps the
 //     spawner's). One that blocks anywhere else (a channel, a sleep, I/O, a
 //     Send waiting for room) keeps it: when no waiting process has started

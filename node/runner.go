@@ -44,8 +44,9 @@ const workerIdle = 100 * time.Millisecond
 //
 // Slots: at most bound workers run processes at once, bound being
 // GOMAXPROCS when the node starts. A burst of thousands of wake-ups (every
-// member watching the processes of a lost node) then waits in runq, oldest
-// first, instead of in the Go scheduler as as many runnable goroutines: the
+// member watching the processes of a lost node) then waits in runq (the
+// last woken in next, see take), instead of in the Go scheduler as as many
+// runnable goroutines: the
 // node's own goroutines (connection readers and writers, timers) wait
 // behind at most bound processes, not behind the burst, so a heartbeat's
 // path keeps its pace while the burst is worked off. With a goroutine per
