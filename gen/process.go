@@ -58,11 +58,6 @@ type ProcessOptions struct {
 	// LogLevel overrides the node's log level for this process; the zero
 	// value inherits it.
 	LogLevel LogLevel
-	// Urgent (not in ergo) runs the process, when woken, ahead of every
-	// other woken process of its node and beside them however many run:
-	// for the few processes whose delay costs liveness, such as the leader
-	// package's heartbeat coalescer. Its callbacks must be short.
-	Urgent bool
 }
 
 // MailboxMessageType says how a behavior should treat a MailboxMessage.

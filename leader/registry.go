@@ -126,7 +126,7 @@ func tryRegister(process gen.Process, cluster string, nk nodeKey) (*nodeShare, e
 	if share == nil {
 		share = &nodeShare{key: nk, node: process.Node(), coal: newCoalescer(process.Node()), clusters: map[string]uint64{}}
 		share.coal.share = share
-		if _, err := process.Node().SpawnRegister(CoalescerName, coalescerFactory(share), gen.ProcessOptions{Urgent: true}); err != nil {
+		if _, err := process.Node().SpawnRegister(CoalescerName, coalescerFactory(share), gen.ProcessOptions{}); err != nil {
 			if errors.Is(err, gen.ErrTaken) {
 				return nil, errCoalescerNameTaken
 			}
@@ -182,7 +182,7 @@ func (s *nodeShare) coalescerEnded(process gen.Process, reason error) {
 		return
 	}
 	process.Log().Error("leader: the heartbeat coalescer ended (%v) while %d leader actors use it; starting another", reason, s.members)
-	if _, err := s.node.SpawnRegister(CoalescerName, coalescerFactory(s), gen.ProcessOptions{Urgent: true}); err != nil {
+	if _, err := s.node.SpawnRegister(CoalescerName, coalescerFactory(s), gen.ProcessOptions{}); err != nil {
 		process.Log().Error("leader: restarting the heartbeat coalescer: %v; members send directly until their node restarts", err)
 	}
 }

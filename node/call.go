@@ -101,10 +101,6 @@ func (n *node) await(self *process, ch chan callResult, timeout int) (any, error
 			return nil, fmt.Errorf("caller is terminating (%w): %w", *reason, gen.ErrProcessTerminated)
 		}
 	}
-	if self != nil && self.onWorker {
-		n.pool.block(n)
-		defer n.pool.unblock(n)
-	}
 	timer := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer timer.Stop()
 	select {

@@ -8,8 +8,7 @@
 // behavior's ProcessRun until the mailbox is empty; then the process sleeps
 // again and holds no goroutine, only its memory (runner goroutines are reused
 // for a moment and end when idle). Callbacks of one process therefore
-// never run concurrently; at most GOMAXPROCS processes of a node run at
-// once, and the others woken wait their turn (item 10). Processes on other nodes are reached through one
+// never run concurrently. Processes on other nodes are reached through one
 // authenticated connection per node pair, dialled in the background on first
 // use (no caller ever waits for a dial); only types registered with
 // Network.RegisterTypes cross it.
@@ -76,21 +75,6 @@
 //     the host of the node name. Every refusal is counted in
 //     Network().Stats(); repeated failures are logged within a budget per
 //     kind (5 lines per 10 s), not once each.
-//  10. A node runs at most GOMAXPROCS (read at its first wake-up) woken
-//     processes at once; the rest wait their turn: the one woken last
-//     first, as a reply woken by its request, but never more than 8 in a
-//     row ahead of the others, which go oldest first. So a burst of
-//     thousands of wake-ups (every watcher of a lost node's processes)
-//     leaves the node's connections and timers the CPU they need, and
-//     request-reply chains do not wait behind it. A callback waiting in a Call gives its place back while
-//     it waits (ProcessInit runs on its spawner's goroutine and keeps the
-//     spawner's). One that blocks anywhere else (a channel, a sleep, I/O, a
-//     Send waiting for room) keeps it: when no waiting process has started
-//     for 10 ms, the node adds a place, given back once none waits. So
-//     blocking code delays others by 10 ms at most per place it holds;
-//     better still, do it on a goroutine of your own. A process spawned
-//     with ProcessOptions.Urgent (not in ergo) runs ahead of the waiting
-//     ones and needs no place: keep such processes few and quick.
 //
 // Inside, a process target (the `to` of Send and Call, the target of Link
 // and Monitor) is decoded once, at the public method, into a target value

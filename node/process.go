@@ -22,14 +22,6 @@ type process struct {
 	behavior gen.ProcessBehavior
 	born     int64 // UnixNano at spawn
 	logLevel gen.LogLevel
-	// onWorker is set while a pool worker runs the process (and only
-	// then, never by ProcessInit on its spawner's goroutine); only that
-	// worker reads or writes it. A Call waiting there gives its slot back
-	// (pool.block).
-	onWorker bool
-	// runsUrgent is ProcessOptions.Urgent: woken, it is run ahead of the
-	// others and whatever the places taken (pool).
-	runsUrgent bool
 
 	state atomic.Int32                  // a gen.ProcessState
 	trap  atomic.Bool                   // exits arrive as messages
@@ -74,7 +66,6 @@ func (n *node) spawn(parent *process, register gen.Atom, factory gen.ProcessFact
 		logLevel: options.LogLevel,
 	}
 	p.main.limit = uint64(options.MailboxSize)
-	p.runsUrgent = options.Urgent
 	if parent != nil {
 		p.parentID = parent.pid.ID
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -42,30 +41,12 @@ const workerIdle = 100 * time.Millisecond
 // finishes a process takes the next without parking, so a burst of
 // wake-ups costs a few goroutine hand-offs, not one each.
 //
-// Slots: at most bound workers run processes at once, bound being
-// GOMAXPROCS when the node starts. A burst of thousands of wake-ups (every
-// member watching the processes of a lost node) then waits in runq (the
-// last woken in next, see take), instead of in the Go scheduler as as many
-// runnable goroutines: the
-// node's own goroutines (connection readers and writers, timers) wait
-// behind at most bound processes, not behind the burst, so a heartbeat's
-// path keeps its pace while the burst is worked off. With a goroutine per
-// woken process, losing one node of five in `regent bench scale` (1,000
-// clusters) left those goroutines unscheduled for over 100 ms and cost
-// hundreds of clusters untouched by the loss their leaders.
-//
-// Promptness: a queued process never waits for long behind a behavior that
-// blocks. A behavior waiting in a Call gives its slot back while it waits
-// (block); whenever runq holds a process, a worker has been called
-// (coming > 0) or every slot is taken, and then the stall watch runs: when
-// no worker took a process from runq for stallAfter, a behavior blocks
-// elsewhere (a channel, a sleep, a send waiting for room) or runs long, and
-// the watch adds a slot and calls a worker. The slots added are given back
-// once runq is empty.
-//
-// Urgent processes (ProcessOptions.Urgent: the leader package's heartbeat
-// coalescer, whose delay costs every cluster's quorum evidence) wait in
-// urgentq, which workers take first and whatever the slots taken.
+// Promptness: a queued process never waits for a behavior to return, so a
+// behavior that blocks (in a Call, say) delays no other process. Whenever
+// runq holds a process, a worker has been called (coming > 0): woken from
+// idle or started, and not yet at runq, so running nothing. schedule calls
+// one when none is coming; a worker that takes a process and leaves others
+// queued calls another before it runs its own when none is coming.
 //
 // The idle workers form a stack, not a queue: a busy node wakes the same
 // few workers, whose stacks stay grown and in cache, and the rest stay
@@ -73,40 +54,15 @@ const workerIdle = 100 * time.Millisecond
 // plain receive, neither a select nor a timer per wake-up; one node-wide
 // timer retires the workers left idle.
 type pool struct {
-	mu      sync.Mutex // guards every field below
-	runq    ring       // woken processes not yet taken by a worker, oldest first
-	urgentq ring       // woken urgent processes (ProcessOptions.Urgent), taken before runq and whatever the places taken
-	// next is the process woken last, taken before runq's oldest unless
-	// nextStreak processes were taken so in a row: a reply, woken by the
-	// request it answers, does not wait behind a burst's backlog, and the
-	// backlog still moves. The process it displaces joins runq's tail.
-	next       *process
-	nextStreak int
-	coming     int         // workers called (woken or started) that have not yet looked at runq
-	idle       []*worker   // parked workers, the most recently parked last
-	period     uint64      // retire rounds run so far
-	retirer    *time.Timer // calls retire every workerIdle while a worker is parked; nil until first needed
-	armed      bool        // retirer is set to fire
-	stopped    bool        // the node has stopped: workers end instead of parking
-	// running counts the workers running a process and not waiting in a
-	// Call; bound is how many may (base, GOMAXPROCS, plus the slots the
-	// stall watch added); taken counts the processes taken from runq.
-	running, bound, base int
-	taken                uint64
-	// watch fires stallAfter after it is armed (watching) while processes
-	// wait for a slot; watchFrom is taken then. stalls counts the slots
-	// it added.
-	watch     *time.Timer
-	watching  bool
-	watchFrom uint64
-	stalls    uint64
+	mu      sync.Mutex  // guards every field below
+	runq    ring        // woken processes not yet taken by a worker, oldest first
+	coming  int         // workers called (woken or started) that have not yet looked at runq
+	idle    []*worker   // parked workers, the most recently parked last
+	period  uint64      // retire rounds run so far
+	retirer *time.Timer // calls retire every workerIdle while a worker is parked; nil until first needed
+	armed   bool        // retirer is set to fire
+	stopped bool        // the node has stopped: workers end instead of parking
 }
-
-// stallAfter is how long processes may wait in runq, every slot taken,
-// without any taken from it, before the stall watch adds a slot: far above
-// what a behavior's callback takes (microseconds), far below a heartbeat
-// interval. A variable for tests only.
-var stallAfter = 10 * time.Millisecond
 
 // worker is one worker goroutine's parking place.
 type worker struct {
@@ -121,121 +77,12 @@ type worker struct {
 func (n *node) schedule(p *process) {
 	s := &n.pool
 	s.mu.Lock()
-	if s.base == 0 {
-		s.base = runtime.GOMAXPROCS(0)
-		s.bound = s.base
-	}
-	if p.runsUrgent {
-		s.urgentq.push(p)
-		if s.coming > 0 {
-			s.mu.Unlock()
-			return
-		}
-		s.call(n) // unlocks
-		return
-	}
-	if s.next != nil {
-		s.runq.push(s.next)
-	}
-	s.next = p
-	if s.coming > 0 || s.running >= s.bound {
-		s.watchLocked(n)
+	s.runq.push(p)
+	if s.coming > 0 {
 		s.mu.Unlock()
 		return
 	}
 	s.call(n) // unlocks
-}
-
-// nextLimit bounds the processes taken in a row as next, before runq's
-// oldest.
-const nextLimit = 8
-
-// waiting counts the woken processes waiting for a place. s.mu is held.
-func (s *pool) waiting() int {
-	if s.next != nil {
-		return int(s.runq.n) + 1
-	}
-	return int(s.runq.n)
-}
-
-// take takes the process to run next: next, unless nextLimit were taken so
-// in a row ahead of runq's oldest, else that oldest. s.mu is held.
-func (s *pool) take() *process {
-	s.taken++
-	switch {
-	case s.next != nil && s.runq.n == 0:
-		s.nextStreak = 0 // it passes nobody
-	case s.next != nil && s.nextStreak < nextLimit:
-		s.nextStreak++
-	default:
-		s.nextStreak = 0
-		return s.runq.pop().(*process)
-	}
-	p := s.next
-	s.next = nil
-	return p
-}
-
-// watchLocked arms the stall watch when processes wait for a slot and it
-// is not armed yet. s.mu is held.
-func (s *pool) watchLocked(n *node) {
-	if s.watching || s.stopped || s.waiting() == 0 || s.running < s.bound {
-		return
-	}
-	s.watching, s.watchFrom = true, s.taken
-	if s.watch == nil {
-		s.watch = time.AfterFunc(stallAfter, func() { s.stalled(n) })
-		return
-	}
-	s.watch.Reset(stallAfter)
-}
-
-// stalled is the stall watch firing: when no process was taken from runq
-// since it was armed, every slot is held by a behavior that blocks or runs
-// long, and one more slot lets the oldest queued process run.
-func (s *pool) stalled(n *node) {
-	s.mu.Lock()
-	s.watching = false
-	if s.stopped || s.waiting() == 0 {
-		s.mu.Unlock()
-		return
-	}
-	if s.taken != s.watchFrom || s.running < s.bound {
-		s.watchLocked(n) // progress: watch on while processes wait
-		s.mu.Unlock()
-		return
-	}
-	s.bound = s.running + 1
-	s.stalls++
-	places := s.bound
-	s.watchLocked(n)
-	if s.coming == 0 {
-		s.call(n) // unlocks
-	} else {
-		s.mu.Unlock()
-	}
-	n.log.Debug("no woken process started for %v, every place held by a behavior that blocks or runs long: %d places now", stallAfter, places)
-}
-
-// block gives the slot of the worker running p back while p's behavior
-// waits in a Call, calling a worker for runq if need be; unblock takes it
-// again when the wait ends, even over bound (the worker only finishes its
-// process before it looks at runq again). Only p's worker calls them.
-func (s *pool) block(n *node) {
-	s.mu.Lock()
-	s.running--
-	if s.waiting() > 0 && s.coming == 0 && s.running < s.bound {
-		s.call(n) // unlocks
-		return
-	}
-	s.mu.Unlock()
-}
-
-func (s *pool) unblock(n *node) {
-	s.mu.Lock()
-	s.running++
-	s.watchLocked(n) // the worker called for runq meanwhile may find no place
-	s.mu.Unlock()
 }
 
 // call wakes the worker that parked last, or starts one when none is
@@ -263,31 +110,17 @@ func (n *node) work() {
 	for {
 		s.mu.Lock()
 		s.coming--
-		for s.urgentq.n > 0 || (s.waiting() > 0 && s.running < s.bound) {
-			var p *process
-			if s.urgentq.n > 0 {
-				p = s.urgentq.pop().(*process)
-			} else {
-				p = s.take()
-			}
-			s.running++
-			if s.coming == 0 && (s.urgentq.n > 0 || (s.waiting() > 0 && s.running < s.bound)) {
+		for s.runq.n > 0 {
+			p := s.runq.pop().(*process)
+			if s.runq.n > 0 && s.coming == 0 {
 				s.call(n) // unlocks
 			} else {
-				s.watchLocked(n)
 				s.mu.Unlock()
 			}
 			p.run()
 			s.mu.Lock()
-			s.running--
-		}
-		if s.waiting() == 0 {
-			s.bound = s.base // the slots the stall watch added are given back
-		} else {
-			s.watchLocked(n) // every place taken: it parks, and the watch sees to runq
 		}
 		s.runq.trim()
-		s.urgentq.trim()
 		if s.stopped {
 			s.mu.Unlock()
 			return
@@ -352,10 +185,7 @@ func (s *pool) stop() {
 	if s.retirer != nil {
 		s.retirer.Stop()
 	}
-	if s.watch != nil {
-		s.watch.Stop()
-	}
-	s.armed, s.watching = false, false
+	s.armed = false
 	s.mu.Unlock()
 }
 
@@ -404,9 +234,7 @@ func (p *process) requestTerminate(reason error) {
 	p.wake()
 }
 
-// run runs the process on a pool worker until its mailbox is empty.
 func (p *process) run() {
-	p.onWorker = true
 	for {
 		if reason := p.kill.Load(); reason != nil {
 			p.terminate(*reason)
@@ -416,13 +244,10 @@ func (p *process) run() {
 			p.terminate(reason)
 			return
 		}
-		// Cleared before the process may be woken onto another worker.
-		p.onWorker = false
 		p.state.Store(int32(gen.ProcessStateSleep))
 		if !p.pending() || !p.state.CompareAndSwap(int32(gen.ProcessStateSleep), int32(gen.ProcessStateRunning)) {
 			return
 		}
-		p.onWorker = true
 	}
 }
 
