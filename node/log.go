@@ -76,12 +76,15 @@ func (l *logger) sl() *slog.Logger {
 	return s
 }
 
-func (l *logger) Level() gen.LogLevel {
-	lv := gen.LogLevel(l.level.Load())
-	if lv == gen.LogLevelDefault && l.parent != nil {
-		return l.parent.Level()
+func (l *logger) Level() gen.LogLevel { return inherit(gen.LogLevel(l.level.Load()), l.parent) }
+
+// inherit is the level of a log set to own under parent: parent's when own
+// is the default.
+func inherit(own gen.LogLevel, parent *logger) gen.LogLevel {
+	if own == gen.LogLevelDefault && parent != nil {
+		return parent.Level()
 	}
-	return lv
+	return own
 }
 
 func (l *logger) SetLevel(level gen.LogLevel) error {

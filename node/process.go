@@ -167,10 +167,7 @@ func (p *process) LogLevel() gen.LogLevel {
 	if l := p.log.Load(); l != nil {
 		return l.Level()
 	}
-	if p.logLevel != gen.LogLevelDefault {
-		return p.logLevel
-	}
-	return p.node.log.Level()
+	return inherit(p.logLevel, p.node.log)
 }
 
 // logAttrs are the attributes of p's log lines.
