@@ -386,9 +386,12 @@ type scaleRun struct {
 	traceTo   io.Writer
 	stopTrace func()
 	// failing is set once the failover trials start: they stop and restart
-	// nodes, so the trace reads no node's counters from then on.
-	failing atomic.Bool
-	spawned atomic.Int64 // clusters whose recorder is in recs
+	// nodes, so the trace reads no node's counters from then on. failingMu
+	// guards it, and the trace holds it while it reads the counters, so no
+	// read is still under way when the first node is killed.
+	failingMu sync.Mutex
+	failing   bool
+	spawned   atomic.Int64 // clusters whose recorder is in recs
 	// nodeDownCPU is NodeDownCPU, measured on the first node-kill trial;
 	// othersReElected is OthersReElected.
 	nodeDownCPU     float64
@@ -600,7 +603,9 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.stall(ctx, &row); err != nil {
 		return row, err
 	}
-	s.failing.Store(true)
+	s.failingMu.Lock()
+	s.failing = true
+	s.failingMu.Unlock()
 	if s.cfg.failovers > 0 && row.Leaderless == 0 {
 		row.FailoverCase = s.cfg.failoverCase
 		if row.Failover, err = s.failovers(ctx); err != nil {

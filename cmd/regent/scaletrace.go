@@ -74,10 +74,12 @@ func (t *scaleTrace) sample() traceSample {
 	cpu, _ := cpuTime() // a failed read shows as 0%: the trace is for watching, the row's figures check it
 	smp := traceSample{at: time.Now(), cpu: cpu, campaigns: t.run.counters.allCampaigns.Load(),
 		numGC: ms.NumGC, gcPause: ms.PauseTotalNs, gate: leader.ReadCampaignGate()}
-	if t.run.nodes != nil && !t.run.failing.Load() {
+	t.run.failingMu.Lock()
+	if t.run.nodes != nil && !t.run.failing {
 		_, smp.coal = t.run.traffic()
 		smp.withCoal = true
 	}
+	t.run.failingMu.Unlock()
 	return smp
 }
 
