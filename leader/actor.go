@@ -34,10 +34,9 @@ type Actor struct {
 	// one, and the election's settings live in the core.
 	options *actorOptions
 
-	// timers is the shell's side of each election timer kind (timers.go),
-	// timerOwner what their callbacks know of this actor.
-	timers     [timerKinds]shellTimer
-	timerOwner *timerOwner
+	// timers is the shell's side of each election timer kind (timers.go);
+	// what their callbacks know of this actor is inbox.owner.
+	timers [timerKinds]shellTimer
 	// share is what this actor shares with the other leader actors of its
 	// node: the heartbeat coalescer (coalescer.go). coalesce (among the
 	// flags below) is false when Options.DisableHeartbeatCoalescing is set;
@@ -50,10 +49,6 @@ type Actor struct {
 	// earlier time.
 	inbox     inbox
 	lastInput time.Time
-	// observeStep, when set (by this package's tests only), sees every
-	// protocol message as the core is given it, and every timer firing (an
-	// election.Timer from the actor itself).
-	observeStep func(now time.Time, from gen.PID, msg any)
 	// monitored is the set of peer PIDs this actor monitors for the election,
 	// so their down messages go to the core, not to HandleMessage. The
 	// runtime keeps one watch per watcher and target, shared with
@@ -61,31 +56,20 @@ type Actor struct {
 	// peers at Init: grown as the peers become known, in an election's
 	// burst, it would sit among the burst's garbage.
 	monitored pidSet
-	// demonitored holds election PIDs demonitored lately, whose down may
-	// already be queued; such a down is swallowed, not handed to the user.
-	// Made on first use, as subscribers is: most members never need them.
-	demonitored map[gen.PID]struct{}
-	// fatal is the error a callback returned while handling Ready; it
-	// terminates the actor once the loop unwinds.
-	fatal error
-	// subscribers receive MessageLeaderChanged on every change of leader or term.
-	subscribers map[gen.PID]struct{}
-	// reconfirm cancels the ConfirmInterval timer of the current leadership,
-	// nil when none is armed: one timer per leadership.
-	reconfirmCancel gen.CancelFunc
+	// rare holds what most members never use, made on first use; nil
+	// until then.
+	rare *actorRare
 	// unclusteredWarned is when the member last said at Warning that it is
 	// unclustered, on the shell's clock (sinceEpoch), zero while it is
 	// not: a reminder follows once a minute.
 	unclusteredWarned time.Duration
-	// sameHost is the host's cell when Options.SameHost is set.
-	sameHost *sameHost
 	// reported is the role, term and leader last reported to OnTransition
 	// and subscribers; nil before the first report.
 	reported *transitionState
 
 	// The flags, together so that they share one word: with the fields
-	// above, an Actor is 960 bytes, so that one embedded with Options and
-	// little more fits a 1,152-byte allocation (TestActorFitsItsAllocation).
+	// above, an Actor is 832 bytes, so that one embedded with Options fits
+	// a 1,024-byte allocation (TestActorFitsItsAllocation).
 	//
 	// onTick is true while the member handles its own heartbeat tick, and
 	// onCoalesced while it steps heartbeats that arrived coalesced: what
@@ -108,6 +92,51 @@ type Actor struct {
 	// messages; coalescer.go, rule 7).
 	beating bool
 }
+
+// actorRare is what an Actor keeps of the features most members never use:
+// behind a pointer, made on first use, so that the Actor (with the fields of
+// the type that embeds it) fits a smaller allocation.
+type actorRare struct {
+	// observeStep, when set (by this package's tests only), sees every
+	// protocol message as the core is given it, and every timer firing (an
+	// election.Timer from the actor itself).
+	observeStep func(now time.Time, from gen.PID, msg any)
+	// demonitored holds election PIDs demonitored lately, whose down may
+	// already be queued; such a down is swallowed, not handed to the user.
+	// Made on first use, as subscribers is.
+	demonitored map[gen.PID]struct{}
+	// subscribers receive MessageLeaderChanged on every change of leader or term.
+	subscribers map[gen.PID]struct{}
+	// reconfirmCancel cancels the ConfirmInterval timer of the current
+	// leadership, nil when none is armed: one timer per leadership.
+	reconfirmCancel gen.CancelFunc
+	// sameHost is the host's cell when Options.SameHost is set.
+	sameHost *sameHost
+	// fatal is the error a callback returned while handling Ready; it
+	// terminates the actor once the loop unwinds.
+	fatal error
+}
+
+// more returns the actor's rare fields to write, made on first use.
+func (a *Actor) more() *actorRare {
+	if a.rare == nil {
+		a.rare = new(actorRare)
+	}
+	return a.rare
+}
+
+// few returns the actor's rare fields to read: their zero values while none
+// is made. What it returns must not be written: it may be noRare, which
+// every actor shares.
+func (a *Actor) few() *actorRare {
+	if a.rare == nil {
+		return &noRare
+	}
+	return a.rare
+}
+
+// noRare is the rare fields of every actor that made none. Never written.
+var noRare actorRare
 
 // ProcessInit binds the actor to its process, calls Init, validates and
 // applies the Options. It refuses to start when the wire types are not
@@ -162,10 +191,10 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.registered = true
 	a.options.coalesce = !options.DisableHeartbeatCoalescing
 	a.options.linger = lingerFor(cfg.HeartbeatInterval)
-	a.timerOwner.grid = a.share.gridFor(cfg.HeartbeatInterval)
-	a.timerOwner.coal = a.share.coal
-	a.timerOwner.pairs = a.timerOwner.grid.pairs
-	a.timerOwner.campaigns = campaigns
+	a.inbox.owner.grid = a.share.gridFor(cfg.HeartbeatInterval)
+	a.inbox.owner.coal = a.share.coal
+	a.inbox.owner.pairs = a.inbox.owner.grid.pairs
+	a.inbox.owner.campaigns = campaigns
 	a.share.coal.addInbox(process.PID(), &a.inbox)
 	room := readyRooms.Get().(*readyRoom)
 	core, err := election.NewLent(cfg, process.PID(), hs, time.Now(), room.lent())
@@ -179,7 +208,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
-		if a.sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
+		if a.more().sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
 			a.unregister()
 			return err
 		}
@@ -192,8 +221,8 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.flush()
 	if err := a.takeFatal(); err != nil {
-		if a.sameHost != nil {
-			if rerr := a.sameHost.release(); rerr != nil {
+		if a.few().sameHost != nil {
+			if rerr := a.few().sameHost.release(); rerr != nil {
 				a.Log().Warning("leader: releasing the same-host cell: %v", rerr)
 			}
 		}
@@ -263,11 +292,11 @@ func (a *Actor) ProcessTerminate(reason error) {
 	a.stopTimers()
 	a.stopReconfirm()
 	a.unregister()
-	if a.sameHost != nil {
-		if a.sameHost.cancel != nil {
-			a.sameHost.cancel()
+	if a.few().sameHost != nil {
+		if a.few().sameHost.cancel != nil {
+			a.few().sameHost.cancel()
 		}
-		if err := a.sameHost.release(); err != nil {
+		if err := a.few().sameHost.release(); err != nil {
 			a.Log().Warning("leader: releasing the same-host cell: %v", err)
 		}
 	}
@@ -315,15 +344,15 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		if m.From.Node != a.PID().Node {
 			return a.userMessage(m)
 		}
-		if msg.kind == election.TimerElection && a.timerOwner.campaigns != nil {
-			a.timerOwner.campaigns.took(a.timerOwner)
+		if msg.kind == election.TimerElection && a.inbox.owner.campaigns != nil {
+			a.inbox.owner.campaigns.took(a.inbox.owner)
 		}
 		t, due := a.onTimerFired(now, msg)
 		if !due {
 			return nil
 		}
-		if a.observeStep != nil {
-			a.observeStep(now, a.PID(), t)
+		if a.few().observeStep != nil {
+			a.few().observeStep(now, a.PID(), t)
 		}
 		a.onTick = t.Kind == election.TimerHeartbeat
 		a.core.Tick(now, t)
@@ -349,7 +378,7 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		}
 		a.reconfirm(msg)
 	case sameHostTick:
-		if !self || a.sameHost == nil {
+		if !self || a.few().sameHost == nil {
 			return a.userMessage(m)
 		}
 		a.onSameHostTick(now)
@@ -370,8 +399,8 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 
 // step gives the core one protocol message.
 func (a *Actor) step(now time.Time, from gen.PID, msg any) {
-	if a.observeStep != nil {
-		a.observeStep(now, from, msg)
+	if a.few().observeStep != nil {
+		a.few().observeStep(now, from, msg)
 	}
 	a.core.Step(now, from, msg)
 }
@@ -389,11 +418,11 @@ func (a *Actor) userMessage(m *gen.MailboxMessage) error {
 // electionDown routes a down message that belongs to the election (a
 // member's or a subscriber's) and reports whether it did.
 func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
-	_, subscriber := a.subscribers[msg.PID]
-	delete(a.subscribers, msg.PID)
+	_, subscriber := a.few().subscribers[msg.PID]
+	delete(a.few().subscribers, msg.PID)
 	member := a.monitored.has(msg.PID)
-	_, demonitored := a.demonitored[msg.PID]
-	delete(a.demonitored, msg.PID)
+	_, demonitored := a.few().demonitored[msg.PID]
+	delete(a.few().demonitored, msg.PID)
 	if !member {
 		// A down already queued when the election demonitored the PID is
 		// swallowed, not handed to the user.
@@ -401,10 +430,10 @@ func (a *Actor) electionDown(now time.Time, msg gen.MessageDownPID) bool {
 	}
 	a.monitored.remove(msg.PID)
 	a.core.PeerDown(now, msg.PID, msg.Reason)
-	if a.sameHost != nil {
+	if a.few().sameHost != nil {
 		// The member that went down may have held the host's cell: claim it
 		// now rather than at the next tick.
-		a.core.SetCampaign(now, a.sameHost.tick())
+		a.core.SetCampaign(now, a.few().sameHost.tick())
 	}
 	return true
 }
@@ -425,8 +454,11 @@ func (a *Actor) handleCall(m *gen.MailboxMessage) error {
 
 // takeFatal returns and clears the error a callback returned during flush.
 func (a *Actor) takeFatal() error {
-	err := a.fatal
-	a.fatal = nil
+	if a.rare == nil {
+		return nil
+	}
+	err := a.rare.fatal
+	a.rare.fatal = nil
 	return err
 }
 

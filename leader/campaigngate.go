@@ -335,7 +335,7 @@ func (g *campaignGate) took(o *timerOwner) {
 // the view, its formation fell below MinClusterSize) disarms that timer
 // but keeps the round it opened, and the place would be held for good.
 func (a *Actor) settleCampaign() {
-	o := a.timerOwner
+	o := a.inbox.owner
 	if o == nil || o.campaigns == nil || !o.holds() {
 		return
 	}

@@ -419,11 +419,10 @@ func TestCampaignGateAMemberThatStopsAsItsTimerFiresHoldsNoPlace(t *testing.T) {
 	g := newCampaignGate(1)
 	f := &firings{}
 	a := &Actor{}
-	a.timerOwner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox, campaigns: g}
-	a.inbox.election = &a.timers[election.TimerElection]
-	a.inbox.owner = a.timerOwner
+	a.inbox.owner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox, campaigns: g,
+		election: &a.timers[election.TimerElection]}
 	tm := &a.timers[election.TimerElection]
-	o := a.timerOwner
+	o := a.inbox.owner
 
 	tm.mu.Lock()
 	now := sinceEpoch(time.Now())
@@ -476,9 +475,7 @@ func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.
 	core, err := election.New(cfg, pid, election.HardState{}, now)
 	require.NoError(t, err)
 	a := &Actor{core: core}
-	a.timerOwner = &timerOwner{process: f, pid: pid, inbox: &a.inbox, campaigns: g}
-	a.inbox.election = &a.timers[election.TimerElection]
-	a.inbox.owner = a.timerOwner
+	a.inbox.owner = &timerOwner{process: f, pid: pid, inbox: &a.inbox, campaigns: g, election: &a.timers[election.TimerElection]}
 	t.Cleanup(a.stopTimers)
 	apply := func(now time.Time) {
 		for _, op := range core.Ready().Timers {
@@ -494,23 +491,23 @@ func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.
 	// Its election timer fires and passes the gate; the core campaigns.
 	later := now.Add(cfg.ElectionTimeoutMax + time.Millisecond)
 	tm.mu.Lock()
-	ok, _ := g.admit(tm, a.timerOwner, sinceEpoch(later))
+	ok, _ := g.admit(tm, a.inbox.owner, sinceEpoch(later))
 	tm.mu.Unlock()
 	require.True(t, ok)
-	g.took(a.timerOwner) // as Actor.handleMessage does before onTimerFired
+	g.took(a.inbox.owner) // as Actor.handleMessage does before onTimerFired
 	timer, due := a.onTimerFired(later, timerFired{kind: election.TimerElection})
 	require.True(t, due)
 	core.Tick(later, timer)
 	apply(later)
 	require.True(t, core.Campaigning())
 	a.settleCampaign()
-	require.True(t, a.timerOwner.holds(), "its round runs")
+	require.True(t, a.inbox.owner.holds(), "its round runs")
 
 	core.SetCampaign(later, false) // its host's cell is another member's
 	apply(later)
 	require.False(t, tm.pending, "the core disarmed its election timer")
 	require.True(t, core.Campaigning(), "and kept its round")
 	a.settleCampaign()
-	assert.False(t, a.timerOwner.holds(), "a member whose round can no longer time out holds no place")
+	assert.False(t, a.inbox.owner.holds(), "a member whose round can no longer time out holds no place")
 	assert.Zero(t, g.Stats().Holding)
 }

@@ -82,8 +82,11 @@ func (m *member) HandleBecomeFollower(l gen.PID) error {
 func (m *member) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error) {
 	switch r := request.(type) {
 	case string:
-		if r == "leader?" {
+		switch r {
+		case "leader?":
 			return m.IsLeader(), nil
+		case "rare?":
+			return leader.RareFieldsMade(&m.Actor), nil
 		}
 	case broadcastRequest:
 		failed, err := m.Broadcast(r.message)

@@ -726,15 +726,24 @@ type inbox struct {
 	// skipped counts the heartbeats the held ones stand for beyond
 	// themselves (beatenAhead.skipped).
 	skipped int
-	// election and owner are the member's election timer and its owner,
-	// which a pair's watchdog fires and a binding's end resumes (rule 8); set
-	// before the inbox is added and never changed. Nil in tests.
-	election *shellTimer
-	owner    *timerOwner
+	// owner is what the member's timers' callbacks know of it, with its
+	// election timer, which a pair's watchdog fires and a binding's end
+	// resumes (rule 8); set before the inbox is added and never changed.
+	// Nil in tests.
+	owner *timerOwner
 	// lead holds the member's steady beat as leader, usable while beating
 	// is set (rule 7); nil until the member first leads steadily, so a
 	// member that never does keeps none.
 	lead *leaderBeat
+}
+
+// electionTimer is the member's election timer (timerOwner.election); nil
+// when it has none.
+func (ib *inbox) electionTimer() *shellTimer {
+	if ib.owner == nil {
+		return nil
+	}
+	return ib.owner.election
 }
 
 // leaderBeat is a leader's steady beat, published and withdrawn as a
@@ -756,17 +765,25 @@ type leaderBeat struct {
 }
 
 // steadyReply is a member's steady answer with what the coalescer needs to
-// send it: the entry's route (from the member to its leader) and the
-// member's linger.
+// send it: the member's PID on its node (the entry's route goes from it to
+// the answer's Leader: route) and its linger.
 type steadyReply struct {
 	election.SteadyAnswer
-	route  CoalescedRoute
-	linger time.Duration
+	fromID       uint64
+	fromCreation int64
+	linger       time.Duration
 	// since is when the answer was given (the time passed to
 	// Core.SteadyAnswer), on the shell's clock. The promise holds from then
 	// on only: a heartbeat whose arrival the coalescer read earlier is held
 	// as arriving then.
 	since time.Duration
+}
+
+// route is the answer's entry route: from the member to its leader. Kept
+// as the member's half, the leader's being the answer's: every member holds
+// a steadyReply, in its Actor.
+func (r *steadyReply) route() CoalescedRoute {
+	return CoalescedRoute{FromID: r.fromID, FromCreation: r.fromCreation, ToID: r.Leader.ID, ToCreation: r.Leader.Creation}
 }
 
 // maxHeldAcks and maxHeldBeats bound what one inbox holds for a member that
@@ -896,7 +913,7 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	if ib.closed || !ib.answering || len(ib.beats) >= maxHeldBeats || !ib.steady.Answers(from, hb) {
 		return false
 	}
-	ack := CoalescedAck{CoalescedRoute: ib.steady.route, Message: ib.steady.Ack}
+	ack := CoalescedAck{CoalescedRoute: ib.steady.route(), Message: ib.steady.Ack}
 	ack.Message.From.Node = "" // the frame says where the sender is
 	if !c.enqueueMode(from.Node, outItem{ack: &ack}, ib.steady.linger, false) {
 		return false

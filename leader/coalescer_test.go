@@ -55,7 +55,7 @@ type probe struct {
 }
 
 func (p *probe) Init(...any) (Options, error) {
-	p.observeStep = p.log.observer(p.PID())
+	p.more().observeStep = p.log.observer(p.PID())
 	return p.opts, nil
 }
 func (p *probe) HandleBecomeLeader() error          { return nil }

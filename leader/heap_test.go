@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/testing/loopback"
@@ -191,4 +194,18 @@ func writeProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// The members of a settled cluster keep no rare fields (an actorRare): the
+// Actor moved them behind a pointer to fit a smaller allocation, a saving
+// that a member making them on the common path would undo.
+func TestASettledMemberKeepsNoRareFields(t *testing.T) {
+	c := newCluster(t, 3, defaults)
+	alive := []int{0, 1, 2}
+	c.waitOneLeader(alive)
+	for _, i := range alive {
+		rare, err := c.nodes[i].Call(c.pids[i], "rare?")
+		require.NoError(t, err)
+		assert.Equal(t, false, rare, "member %d made its rare fields", i)
+	}
 }

@@ -169,12 +169,12 @@ type actorKey struct {
 // actorKeys follow inspectKeys in the help listing.
 var actorKeys = []actorKey{
 	{"ergo:same_host", func(a *Actor) string {
-		if a.sameHost == nil {
+		if a.few().sameHost == nil {
 			return "off"
 		}
-		return a.sameHost.describe()
+		return a.few().sameHost.describe()
 	}},
-	{"ergo:subscribers", func(a *Actor) string { return strconv.Itoa(len(a.subscribers)) }},
+	{"ergo:subscribers", func(a *Actor) string { return strconv.Itoa(len(a.few().subscribers)) }},
 	{"ergo:heartbeat_coalescing", func(a *Actor) string {
 		if a.options.coalesce {
 			return "on"
@@ -183,7 +183,7 @@ var actorKeys = []actorKey{
 	}},
 	{"ergo:coalescer", func(a *Actor) string { return formatCoalescer(a.share.coal.Stats()) }},
 	{"ergo:coalescer_dropped", func(a *Actor) string { return formatCounts(a.share.coal.Stats().Dropped) }},
-	{"ergo:runtime_timers", func(a *Actor) string { return strconv.FormatUint(a.timerOwner.armed.Load(), 10) }},
+	{"ergo:runtime_timers", func(a *Actor) string { return strconv.FormatUint(a.inbox.owner.armed.Load(), 10) }},
 }
 
 // formatCoalescer renders the node's coalescer counters for ergo:coalescer

@@ -88,7 +88,7 @@ func (a *Actor) reportTransition() {
 		})
 	}
 	if leaderChanged {
-		for sub := range a.subscribers {
+		for sub := range a.few().subscribers {
 			a.notify(sub)
 		}
 	}
@@ -110,24 +110,25 @@ func (a *Actor) subscribe(sub gen.PID) {
 		a.Log().Warning("leader: a subscription without a subscriber PID was ignored")
 		return
 	}
-	if _, ok := a.subscribers[sub]; !ok {
+	if _, ok := a.few().subscribers[sub]; !ok {
 		if err := a.watch(sub); err != nil {
 			a.Log().Warning("leader: subscriber %s is unreachable: %v", sub, err)
 			return
 		}
-		if a.subscribers == nil {
-			a.subscribers = make(map[gen.PID]struct{})
+		r := a.more()
+		if r.subscribers == nil {
+			r.subscribers = make(map[gen.PID]struct{})
 		}
-		a.subscribers[sub] = struct{}{}
+		r.subscribers[sub] = struct{}{}
 	}
 	a.notify(sub)
 }
 
 func (a *Actor) unsubscribe(sub gen.PID) {
-	if _, ok := a.subscribers[sub]; !ok {
+	if _, ok := a.few().subscribers[sub]; !ok {
 		return
 	}
-	delete(a.subscribers, sub)
+	delete(a.few().subscribers, sub)
 	a.unwatch(sub, "subscriber")
 }
 

@@ -494,9 +494,9 @@ func TestABoundMembersElectionTimerWakesItOnlyOnceItsPairFallsSilent(t *testing.
 	ib.steady.Timeout = 100 * time.Millisecond
 	ib.mu.Unlock()
 	fired := &firings{}
-	o := &timerOwner{process: fired, pid: gen.PID{Node: "n@h", ID: 2, Creation: 1}, inbox: ib}
-	tm := &shellTimer{timer: election.Timer{Kind: election.TimerElection}, pending: true}
-	ib.election, ib.owner = tm, o
+	tm := &shellTimer{pending: true}
+	o := &timerOwner{process: fired, pid: gen.PID{Node: "n@h", ID: 2, Creation: 1}, inbox: ib, election: tm}
+	ib.owner = o
 	t.Cleanup(func() {
 		tm.mu.Lock()
 		tm.stop(o)

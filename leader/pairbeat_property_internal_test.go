@@ -650,7 +650,7 @@ func (h *pairHarness) withdrawMember() {
 func (h *pairHarness) publishMember(m *phMember, variant int) {
 	l := m.leader
 	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: l.hb, Ack: m.ack, Timeout: 10 * phD},
-		route: CoalescedRoute{FromID: m.pid.ID, FromCreation: 1, ToID: l.pid.ID, ToCreation: 1}, linger: time.Hour, since: h.now}
+		fromID: m.pid.ID, fromCreation: 1, linger: time.Hour, since: h.now}
 	m.correct = true
 	switch variant {
 	case 0:
@@ -691,7 +691,7 @@ func (h *pairHarness) stepMember() {
 	}
 	l := m.leader
 	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: l.hb, Ack: m.ack, Timeout: 10 * phD},
-		route: CoalescedRoute{FromID: m.pid.ID, FromCreation: 1, ToID: l.pid.ID, ToCreation: 1}, linger: time.Hour, since: h.now}
+		fromID: m.pid.ID, fromCreation: 1, linger: time.Hour, since: h.now}
 	correct := true
 	switch variant {
 	case 0:

@@ -156,8 +156,7 @@ func runSilentPairs(t *testing.T, seed int64) (int, bool) {
 		m := &spMember{a: &Actor{share: share}, pid: gen.PID{Node: "n@h", ID: uint64(100 + i), Creation: 1}, sender: rng.Intn(len(pairs)),
 			timeout: time.Duration(20+rng.Intn(80)) * time.Millisecond}
 		m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
-		m.a.timerOwner = &timerOwner{process: &spWake{m: m}, pid: m.pid, inbox: &m.a.inbox}
-		m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+		m.a.inbox.owner = &timerOwner{process: &spWake{m: m}, pid: m.pid, inbox: &m.a.inbox, election: &m.a.timers[election.TimerElection]}
 		c.addInbox(m.pid, &m.a.inbox)
 		members = append(members, m)
 		spHandle(m, pairs, rng)
@@ -351,8 +350,7 @@ func TestTheWatchdogWakesBoundMembersByTheirOwnDeadline(t *testing.T) {
 	for i, timeout := range timeouts {
 		m := &spMember{a: &Actor{share: share}, pid: gen.PID{Node: "n@h", ID: uint64(100 + i), Creation: 1}, timeout: timeout}
 		m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
-		m.a.timerOwner = &timerOwner{process: &wakeAt{at: &woken[i]}, pid: m.pid, inbox: &m.a.inbox}
-		m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+		m.a.inbox.owner = &timerOwner{process: &wakeAt{at: &woken[i]}, pid: m.pid, inbox: &m.a.inbox, election: &m.a.timers[election.TimerElection]}
 		c.addInbox(m.pid, &m.a.inbox)
 		t.Cleanup(m.a.stopTimers)
 		// Its timer is due at once, so it parks at the first firing while bound.
@@ -441,8 +439,7 @@ func watchedFollower(t *testing.T) (*coalescer, *coalescerProcess, gen.PID, elec
 func watchedMember(t *testing.T, c *coalescer, woken *atomic.Int64) *spMember {
 	m := &spMember{a: &Actor{share: &nodeShare{coal: c}}, pid: gen.PID{Node: "n@h", ID: 100, Creation: 1}, timeout: 200 * time.Millisecond}
 	m.ack = election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
-	m.a.timerOwner = &timerOwner{process: &wakeAt{at: woken}, pid: m.pid, inbox: &m.a.inbox}
-	m.a.inbox.election, m.a.inbox.owner = &m.a.timers[election.TimerElection], m.a.timerOwner
+	m.a.inbox.owner = &timerOwner{process: &wakeAt{at: woken}, pid: m.pid, inbox: &m.a.inbox, election: &m.a.timers[election.TimerElection]}
 	c.addInbox(m.pid, &m.a.inbox)
 	t.Cleanup(m.a.stopTimers)
 	return m

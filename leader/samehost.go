@@ -63,11 +63,11 @@ func (s *sameHost) describe() string {
 
 // onSameHostTick runs the cell's tick and re-arms it.
 func (a *Actor) onSameHostTick(now time.Time) {
-	a.core.SetCampaign(now, a.sameHost.tick())
-	cancel, err := a.SendAfter(a.PID(), sameHostTick{}, a.sameHost.period)
+	a.core.SetCampaign(now, a.few().sameHost.tick())
+	cancel, err := a.SendAfter(a.PID(), sameHostTick{}, a.few().sameHost.period)
 	if err != nil {
 		a.Log().Warning("leader: same-host cell timer: %v", err)
 		return
 	}
-	a.sameHost.cancel = cancel
+	a.few().sameHost.cancel = cancel
 }

@@ -10,7 +10,7 @@ import (
 
 // flush carries out everything the core asked for, until it asks for nothing
 // more: persist, arm timers, run callbacks, send. A callback's error is kept in
-// a.fatal and ends the actor once the current message is done.
+// a.few().fatal and ends the actor once the current message is done.
 func (a *Actor) flush() {
 	if a.flushing {
 		return
@@ -21,7 +21,7 @@ func (a *Actor) flush() {
 	// an effect or a new HardState; without either there is nothing new to
 	// report.
 	changed := a.reported == nil
-	for a.fatal == nil && a.core.HasReady() {
+	for a.few().fatal == nil && a.core.HasReady() {
 		rd := a.core.Ready()
 		changed = changed || rd.HardState != nil || len(rd.Effects) > 0
 		durable := a.persist(rd.HardState)
@@ -33,7 +33,7 @@ func (a *Actor) flush() {
 		}
 		for _, effect := range rd.Effects {
 			if err := a.applyEffect(effect); err != nil {
-				a.fatal = err
+				a.more().fatal = err
 				return
 			}
 		}
@@ -44,7 +44,7 @@ func (a *Actor) flush() {
 			a.send(out)
 		}
 	}
-	if a.fatal == nil {
+	if a.few().fatal == nil {
 		a.extendElection()
 		a.inbox.ticking.Store(a.timers[election.TimerHeartbeat].pending)
 		if changed {
@@ -140,13 +140,14 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 	case election.Demonitor:
 		if a.monitored.has(e.PID) {
 			a.monitored.remove(e.PID)
-			if len(a.demonitored) > maxDemonitored {
-				clear(a.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
+			r := a.more()
+			if len(r.demonitored) > maxDemonitored {
+				clear(r.demonitored) // downs of long-gone PIDs then reach HandleMessage; harmless
 			}
-			if a.demonitored == nil {
-				a.demonitored = make(map[gen.PID]struct{})
+			if r.demonitored == nil {
+				r.demonitored = make(map[gen.PID]struct{})
 			}
-			a.demonitored[e.PID] = struct{}{}
+			r.demonitored[e.PID] = struct{}{}
 			a.unwatch(e.PID, "member")
 		}
 	case election.RoleChanged:
@@ -184,7 +185,7 @@ func (a *Actor) monitor(now time.Time, pid gen.PID) {
 	switch {
 	case err == nil:
 		a.monitored.add(pid)
-		delete(a.demonitored, pid) // its down, whenever it comes, is real
+		delete(a.few().demonitored, pid) // its down, whenever it comes, is real
 	case errors.Is(err, gen.ErrNoConnection):
 		a.core.PeerDown(now, pid, gen.ErrNoConnection)
 	case errors.Is(err, gen.ErrProcessUnknown), errors.Is(err, gen.ErrProcessTerminated):
@@ -268,8 +269,8 @@ func (a *Actor) stepCoalesced(now time.Time, in coalescedIn) error {
 // stepped.
 func (a *Actor) stepHeld() error {
 	acks, beats, ahead := a.inbox.take()
-	if a.observeStep != nil && ahead.skipped > 0 {
-		a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: ahead.skipped, from: a.inbox.steady.Leader})
+	if a.few().observeStep != nil && ahead.skipped > 0 {
+		a.few().observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: ahead.skipped, from: a.inbox.steady.Leader})
 	}
 	a.catchUp(&ahead)
 	a.inbox.lead.keepSpares(&ahead)
@@ -288,8 +289,8 @@ func (a *Actor) stepHeld() error {
 			for j+1 < len(beats) && (i == len(acks) || gridEpoch.Add(beats[j+1]).Before(acks[i].at)) {
 				j++
 			}
-			if a.observeStep != nil && j > first {
-				a.observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: j - first, from: a.inbox.steady.Leader})
+			if a.few().observeStep != nil && j > first {
+				a.few().observeStep(a.lastInput, a.PID(), caughtUp{heartbeats: j - first, from: a.inbox.steady.Leader})
 			}
 			at = gridEpoch.Add(beats[j])
 		} else {
@@ -327,7 +328,7 @@ func (a *Actor) stepHeld() error {
 // A pair binding suspended for the message just handled stands again when
 // the answer is the one it was bound with, and ends otherwise (rule 8).
 func (a *Actor) publishSteady() {
-	if !a.options.coalesce || a.fatal != nil {
+	if !a.options.coalesce || a.few().fatal != nil {
 		a.resumeSteady(nil)
 		return
 	}
@@ -345,7 +346,8 @@ func (a *Actor) publishSteady() {
 	}
 	r := &steadyReply{
 		SteadyAnswer: sa,
-		route:        CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: sa.Leader.ID, ToCreation: sa.Leader.Creation},
+		fromID:       self.ID,
+		fromCreation: self.Creation,
 		linger:       a.options.linger,
 		since:        sinceEpoch(now),
 	}
@@ -482,14 +484,14 @@ func (a *Actor) armReconfirm(term uint64) {
 		a.Log().Warning("leader: arming the reconfirmation timer: %v", err)
 		return
 	}
-	a.reconfirmCancel = cancel
+	a.more().reconfirmCancel = cancel
 }
 
 // stopReconfirm cancels the ConfirmInterval timer, if armed.
 func (a *Actor) stopReconfirm() {
-	if a.reconfirmCancel != nil {
-		a.reconfirmCancel()
-		a.reconfirmCancel = nil
+	if r := a.rare; r != nil && r.reconfirmCancel != nil {
+		r.reconfirmCancel()
+		r.reconfirmCancel = nil
 	}
 }
 
@@ -499,7 +501,9 @@ func (a *Actor) reconfirm(t reconfirmTick) {
 	if !a.core.IsLeader() || t.term != a.core.Term() {
 		return
 	}
-	a.reconfirmCancel = nil
+	if a.rare != nil {
+		a.rare.reconfirmCancel = nil
+	}
 	granted, err := a.behavior.HandleConfirmLeader()
 	if err != nil || !granted {
 		a.Log().Warning("leader: HandleConfirmLeader denied leadership at term %d mid-term (%v); stepping down", a.core.Term(), err)
@@ -538,7 +542,7 @@ func (a *Actor) unwatch(pid gen.PID, why string) {
 // watching reports whether the election or a subscription watches pid.
 func (a *Actor) watching(pid gen.PID) bool {
 	member := a.monitored.has(pid)
-	_, subscriber := a.subscribers[pid]
+	_, subscriber := a.few().subscribers[pid]
 	return member || subscriber
 }
 

@@ -268,12 +268,12 @@ func (a *Actor) catchUp(ahead *beatenAhead) {
 	if !ahead.active() {
 		return
 	}
-	if a.observeStep != nil {
+	if a.few().observeStep != nil {
 		seen := caughtUp{beats: ahead.Beats, acks: make(map[gen.PID]int)}
 		for i, m := range a.inbox.lead.beat.Members {
 			seen.acks[m.PID] = ahead.Acks[i].Count
 		}
-		a.observeStep(a.lastInput, a.PID(), seen)
+		a.few().observeStep(a.lastInput, a.PID(), seen)
 	}
 	if err := a.core.CatchUp(&a.inbox.lead.beat.SteadyBeat, ahead.BeatenAhead); err != nil {
 		a.share.coal.stats.mismatched.Add(1)

@@ -134,17 +134,24 @@ type timerOwner struct {
 	// whether a probe firing waits with it, are guarded by the gate's mu.
 	campaigns *campaignGate
 	gate      atomic.Int32
-	gateSince time.Duration
 	probeHeld bool
+	gateSince time.Duration
+	// election is the actor's election timer, which a pair's watchdog
+	// fires and a binding's end resumes (rule 8); nil in tests. Here, not
+	// in the inbox, where gate and probeHeld leave room: every member holds
+	// an inbox, in its Actor.
+	election *shellTimer
 }
 
 // shellTimer is the shell's side of one election timer kind. Its Go
 // timer's callback is told the timer's owner and kind; the struct does not
-// keep them, as every member holds one per kind.
+// keep them, as every member holds one per kind: its kind is its place in
+// Actor.timers.
 type shellTimer struct {
-	// timer is the core's latest arming of this kind, pending whether it
-	// waits to fire; the actor's goroutine owns both.
-	timer   election.Timer
+	// gen is the generation of the core's latest arming of this kind
+	// (election.Timer's Gen), pending whether it waits to fire; the actor's
+	// goroutine owns both.
+	gen     uint64
 	pending bool
 	// inGrid says the timer was scheduled on its owner's heartbeatGrid, not
 	// on rt, since it was last stopped; guarded by mu.
@@ -167,16 +174,15 @@ type timerFired struct{ kind election.TimerKind }
 
 // initTimers binds the timers to the actor; it runs before the core exists.
 func (a *Actor) initTimers() {
-	a.timerOwner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name()), inbox: &a.inbox}
-	a.inbox.election = &a.timers[election.TimerElection]
-	a.inbox.owner = a.timerOwner
+	a.inbox.owner = &timerOwner{process: a.Process, pid: a.PID(), phase: gridPhase(a.Node().Name()), inbox: &a.inbox,
+		election: &a.timers[election.TimerElection]}
 }
 
 // resumeElection makes the election timer of the inbox's member run again
 // when it was parked (rule 8): for its deadline, where its callback judges
 // the heartbeats held. Called with no inbox or pair lock held.
 func (ib *inbox) resumeElection() {
-	t := ib.election
+	t := ib.electionTimer()
 	if t == nil {
 		return
 	}
@@ -191,7 +197,7 @@ func (ib *inbox) resumeElection() {
 // timer scheduled or cancelled since is left to that; one whose deadline
 // moved later is scheduled for it. Called with no inbox or pair lock held.
 func (ib *inbox) fireParked() {
-	t := ib.election
+	t := ib.electionTimer()
 	if t == nil {
 		return
 	}
@@ -231,7 +237,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 		t.pending = false
 		t.mu.Lock()
 		t.due = 0
-		t.stop(a.timerOwner)
+		t.stop(a.inbox.owner)
 		// Its Go timer goes too, to be made again if the kind is armed
 		// again: a settled member keeps its probe timer cancelled, and a
 		// leader its election timer, and each would hold one for nothing.
@@ -241,14 +247,14 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 	}
 	after := op.After
 	if op.Timer.Kind == election.TimerHeartbeat {
-		after = onGrid(now, after, a.timerOwner.phase)
+		after = onGrid(now, after, a.inbox.owner.phase)
 	}
-	t.timer, t.pending = op.Timer, true
+	t.gen, t.pending = op.Timer.Gen, true
 	at := sinceEpoch(now)
 	t.mu.Lock()
 	t.due = max(at+after, 1)
 	if t.runAt == 0 || t.due < t.runAt {
-		t.schedule(at, a.timerOwner, op.Timer.Kind)
+		t.schedule(at, a.inbox.owner, op.Timer.Kind)
 	}
 	t.mu.Unlock()
 }
@@ -508,16 +514,16 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 		// Re-armed or extended since the callback sent this; make sure the
 		// Go timer runs for the new deadline.
 		if t.runAt == 0 {
-			t.schedule(at, a.timerOwner, f.kind)
+			t.schedule(at, a.inbox.owner, f.kind)
 		}
 		t.mu.Unlock()
 		return election.Timer{}, false
 	}
 	t.due = 0
-	t.stop(a.timerOwner)
+	t.stop(a.inbox.owner)
 	t.mu.Unlock()
 	t.pending = false
-	return t.timer, true
+	return election.Timer{Kind: f.kind, Gen: t.gen}, true
 }
 
 // stopTimers stops every Go timer, then leaves the campaign gate; the
@@ -531,10 +537,10 @@ func (a *Actor) stopTimers() {
 		t.pending = false
 		t.mu.Lock()
 		t.due = 0
-		t.stop(a.timerOwner)
+		t.stop(a.inbox.owner)
 		t.mu.Unlock()
 	}
-	if a.timerOwner != nil && a.timerOwner.campaigns != nil {
-		a.timerOwner.campaigns.release(a.timerOwner)
+	if a.inbox.owner != nil && a.inbox.owner.campaigns != nil {
+		a.inbox.owner.campaigns.release(a.inbox.owner)
 	}
 }

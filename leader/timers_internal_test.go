@@ -189,8 +189,7 @@ func TestATimerLoopRunsOncePerResetAndEndsWhenIdleOrClosed(t *testing.T) {
 func TestCancelledTimerLetsItsGoTimerGo(t *testing.T) {
 	f := &firings{}
 	a := &Actor{}
-	a.timerOwner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox}
-	a.inbox.owner = a.timerOwner
+	a.inbox.owner = &timerOwner{process: f, pid: gen.PID{Node: "n@h", ID: 1, Creation: 1}, inbox: &a.inbox}
 	t.Cleanup(a.stopTimers)
 	probe := &a.timers[election.TimerProbe]
 	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerProbe, Gen: 1}, After: time.Hour})
