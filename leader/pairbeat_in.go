@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
-	"github.com/regent-go/regent/internal/election"
 )
 
 // Pair beats (coalescer.go, rule 8): the follower node's side. A slot is
@@ -164,17 +163,20 @@ type pairBinding struct {
 	slot uint32
 	// stepping says the member is stepping an input, its answer withdrawn
 	// (suspendPaired): nothing is answered for it until it resumes. Beside
-	// slot, in what would be padding: a binding of at most 416 bytes takes
-	// a 416-byte allocation, not a 448-byte one.
+	// slot, in what would be padding.
 	stepping bool
 	ib       *inbox
 	to       deliveryTarget
-	// from is the leader; hb its heartbeat, the sender node restored, and
-	// ack the acknowledgement the leader expects of it, which the member's
-	// answer gave when the slot was bound.
+	// from is the leader. hb is its heartbeat, the sender node restored,
+	// which a refused slot's member is delivered at every beat; nil while
+	// the slot is bound (or suspended), when the heartbeat, and the
+	// acknowledgement the leader expects of the member, are those of the
+	// member's steady answer (ib.steady), which does not change while it is
+	// bound (Actor.publishSteady publishes only once the binding resumed or
+	// ended): kept once, there, and not here too, a binding takes an
+	// allocation of 144 bytes, not 416. Unbinding copies the heartbeat.
 	from gen.PID
-	hb   MessageHeartbeat
-	ack  election.MessageHeartbeatAck
+	hb   *MessageHeartbeat
 	// first is the first tick the member has not taken yet: its join's,
 	// until it wakes while bound; sinceAt the arrival of the last beat it
 	// took, or of its join.
@@ -229,6 +231,10 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 		delete(src.stepping, b.slot)
 	}
 	if !leaving {
+		// Refused, the slot's heartbeat is delivered at every beat: a
+		// copy, as the answer it stood on may change once it is unbound.
+		hb := ib.steady.Heartbeat
+		b.hb = &hb
 		src.refused[b.slot] = b
 	} else {
 		src.unbound = append(src.unbound, ib)
@@ -263,7 +269,8 @@ func (b *pairBinding) suspendLocked() {
 // and b.ib.mu held, while b is the member's binding.
 func (b *pairBinding) resumeLocked(c *coalescer, r *steadyReply) bool {
 	src, ib := b.src, b.ib
-	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &b.hb) || r.Ack != b.ack {
+	// The slot was bound with ib.steady's heartbeat and acknowledgement.
+	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &ib.steady.Heartbeat) || r.Ack != ib.steady.Ack {
 		b.unbindLocked(c, false)
 		return false
 	}
@@ -336,7 +343,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	for _, bd := range src.refused {
 		if bd.to != (deliveryTarget{}) {
 			// A copy: the binding's heartbeat is delivered again next beat.
-			hb := bd.hb
+			hb := *bd.hb
 			p.deliverHeartbeat(bd.to, bd.from, now, &hb)
 		}
 	}
@@ -371,7 +378,7 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
 		return false
 	}
-	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), hb: hb, ack: j.Ack, first: tick, sinceAt: at}
+	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), first: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
 		if ib := c.inboxOf(t.pid); ib != nil {
 			ib.mu.Lock()
@@ -390,9 +397,10 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 			ib.mu.Unlock()
 		}
 	}
+	kept := hb // delivered again at every beat; hb is delivered now
+	bd.hb = &kept
 	src.refused[j.Slot] = bd
 	c.stats.pairRefused.Add(1)
-	hb = bd.hb
 	p.deliverHeartbeat(t, bd.from, now, &hb)
 	return false
 }
