@@ -194,8 +194,10 @@ type beatSlot struct {
 	// while none did).
 	lastAck  time.Duration
 	firstAck int
-	from     gen.PID // the member
-	ack      election.MessageHeartbeatAck
+	// member is the member, with the acknowledgement expected of it: its
+	// entry of the leader's steady beat, which the core never changes. Not
+	// a copy: every follower of a steady leader has a slot.
+	member *election.SteadyMember
 }
 
 func newPairBeats(c *coalescer, d time.Duration, phase uint64) *pairBeats {
@@ -288,7 +290,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 		}
 		po.coverWindow = min(po.coverWindow, b.Window)
 		po.nextSlot++
-		s := &beatSlot{id: po.nextSlot, leader: q, pair: po, join: q.since, lastAck: p.lastAck[i], from: m.PID, ack: m.Ack}
+		s := &beatSlot{id: po.nextSlot, leader: q, pair: po, join: q.since, lastAck: p.lastAck[i], member: &b.Members[i]}
 		q.slots[i] = s
 		po.slots[s.id] = s
 		po.pending[s.id] = s
@@ -528,7 +530,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 			continue
 		}
 		if a.Tick >= s.join && !slices.Contains(a.Refused, id) {
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
 		}
 	}
 	if po.covered > 0 && at-po.ackAt >= po.coverWindow {
@@ -536,7 +538,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		for _, s := range po.slots {
 			if s.firstAck > 0 && !s.leader.ended {
 				pb.unpairTo(s.leader, next, fx)
-				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
+				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
 			}
 		}
 	}
@@ -556,7 +558,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		}
 		if at-s.lastAck >= s.leader.window {
 			pb.unpairTo(s.leader, next, fx)
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.from, ack: s.ack, at: at})
+			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
 			continue
 		}
 		s.firstAck = po.acks
@@ -617,7 +619,7 @@ func (pb *pairBeats) pending(q *pairedLeader, from gen.PID) (int, bool) {
 		return 0, false
 	}
 	for i, s := range q.slots {
-		if s.from == from {
+		if s.member.PID == from {
 			return i, s.firstAck == 0
 		}
 	}

@@ -12,7 +12,9 @@ import (
 // that the embedding type, with an Options, keeps within 1,024 bytes
 // (header included; 1,152 past it), its timers' owner within 128 (144 past
 // it), and a pair binding per bound follower within 144 (160 past it):
-// its heartbeat and acknowledgement are those of the member's steady answer.
+// its heartbeat and acknowledgement are those of the member's steady answer;
+// and, on a steady leader's node, a beat slot per follower within 80 (96
+// past it): the member and its acknowledgement are those of the beat.
 // Before raising one, find padding or a rarely used field to move behind a
 // pointer (actorRare).
 func TestActorFitsItsAllocation(t *testing.T) {
@@ -20,4 +22,5 @@ func TestActorFitsItsAllocation(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(Actor{})+unsafe.Sizeof(Options{})+8, uintptr(1024))
 	assert.LessOrEqual(t, unsafe.Sizeof(timerOwner{}), uintptr(128))
 	assert.LessOrEqual(t, unsafe.Sizeof(pairBinding{}), uintptr(144))
+	assert.LessOrEqual(t, unsafe.Sizeof(beatSlot{}), uintptr(80))
 }
