@@ -165,18 +165,19 @@ type pairBinding struct {
 	// (suspendPaired): nothing is answered for it until it resumes. Beside
 	// slot, in what would be padding.
 	stepping bool
-	ib       *inbox
-	to       deliveryTarget
-	// from is the leader. hb is its heartbeat, the sender node restored,
-	// which a refused slot's member is delivered at every beat; nil while
-	// the slot is bound (or suspended), when the heartbeat, and the
-	// acknowledgement the leader expects of the member, are those of the
-	// member's steady answer (ib.steady), which does not change while it is
-	// bound (Actor.publishSteady publishes only once the binding resumed or
+	// ib is the inbox of member, the member the slot is bound to (or was).
+	// While it is bound (or suspended), the leader, its heartbeat and the
+	// acknowledgement it expects of the member are those of the member's
+	// steady answer (ib.steady), which does not change meanwhile
+	// (Actor.publishSteady publishes only once the binding resumed or
 	// ended): kept once, there, and not here too, a binding takes an
-	// allocation of 144 bytes, not 416. Unbinding copies the heartbeat.
-	from gen.PID
-	hb   *MessageHeartbeat
+	// allocation of 96 bytes, not 416.
+	ib     *inbox
+	member gen.PID
+	// refused is what a refused slot delivers at every beat, nil when it
+	// delivers nothing and while the slot is bound: unbinding copies it
+	// from the member's answer.
+	refused *refusal
 	// first is the first tick the member has not taken yet: its join's,
 	// until it wakes while bound; sinceAt the arrival of the last beat it
 	// took, or of its join.
@@ -185,6 +186,14 @@ type pairBinding struct {
 	// heldFrom is when the answer the binding stands on was given: a beat
 	// is held as arriving no earlier, as coalescer.answer holds one.
 	heldFrom time.Duration
+}
+
+// refusal is a refused slot's heartbeat, from the leader, the sender node
+// restored, and to whom it is delivered.
+type refusal struct {
+	to   deliveryTarget
+	from gen.PID
+	hb   MessageHeartbeat
 }
 
 // lastBeat is the arrival of the last beat b stands for, on the shell's
@@ -233,8 +242,7 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	if !leaving {
 		// Refused, the slot's heartbeat is delivered at every beat: a
 		// copy, as the answer it stood on may change once it is unbound.
-		hb := ib.steady.Heartbeat
-		b.hb = &hb
+		b.refused = &refusal{to: deliveryTarget{pid: b.member}, from: ib.steady.Leader, hb: ib.steady.Heartbeat}
 		src.refused[b.slot] = b
 	} else {
 		src.unbound = append(src.unbound, ib)
@@ -269,8 +277,9 @@ func (b *pairBinding) suspendLocked() {
 // and b.ib.mu held, while b is the member's binding.
 func (b *pairBinding) resumeLocked(c *coalescer, r *steadyReply) bool {
 	src, ib := b.src, b.ib
-	// The slot was bound with ib.steady's heartbeat and acknowledgement.
-	if !b.stepping || ib.closed || r == nil || !r.Answers(b.from, &ib.steady.Heartbeat) || r.Ack != ib.steady.Ack {
+	// The slot was bound with ib.steady's leader, heartbeat and
+	// acknowledgement.
+	if !b.stepping || ib.closed || r == nil || !r.Answers(ib.steady.Leader, &ib.steady.Heartbeat) || r.Ack != ib.steady.Ack {
 		b.unbindLocked(c, false)
 		return false
 	}
@@ -341,10 +350,10 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	src.lastTick.Store(b.Tick)
 	c.stats.answered.Add(uint64(len(src.bound)))
 	for _, bd := range src.refused {
-		if bd.to != (deliveryTarget{}) {
+		if rf := bd.refused; rf != nil {
 			// A copy: the binding's heartbeat is delivered again next beat.
-			hb := *bd.hb
-			p.deliverHeartbeat(bd.to, bd.from, now, &hb)
+			hb := rf.hb
+			p.deliverHeartbeat(rf.to, rf.from, now, &hb)
 		}
 	}
 	for i := range b.Joins {
@@ -378,12 +387,13 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 		src.refused[j.Slot] = &pairBinding{src: src, slot: j.Slot}
 		return false
 	}
-	bd := &pairBinding{src: src, slot: j.Slot, to: t, from: j.from(node), first: tick, sinceAt: at}
+	from := j.from(node)
+	bd := &pairBinding{src: src, slot: j.Slot, first: tick, sinceAt: at}
 	if t.pid != (gen.PID{}) {
 		if ib := c.inboxOf(t.pid); ib != nil {
 			ib.mu.Lock()
-			if !ib.closed && ib.answering && ib.paired == nil && ib.steady.Answers(bd.from, &hb) && ib.steady.Ack == j.Ack {
-				bd.ib, bd.sinceAt, bd.heldFrom = ib, max(at, ib.steady.since), ib.steady.since
+			if !ib.closed && ib.answering && ib.paired == nil && ib.steady.Answers(from, &hb) && ib.steady.Ack == j.Ack {
+				bd.ib, bd.member, bd.sinceAt, bd.heldFrom = ib, t.pid, max(at, ib.steady.since), ib.steady.since
 				ib.paired = bd
 				if len(src.bound) == 0 || ib.steady.Timeout < src.minTimeout {
 					src.minTimeout = ib.steady.Timeout
@@ -397,11 +407,10 @@ func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now tim
 			ib.mu.Unlock()
 		}
 	}
-	kept := hb // delivered again at every beat; hb is delivered now
-	bd.hb = &kept
+	bd.refused = &refusal{to: t, from: from, hb: hb} // delivered again at every beat
 	src.refused[j.Slot] = bd
 	c.stats.pairRefused.Add(1)
-	p.deliverHeartbeat(t, bd.from, now, &hb)
+	p.deliverHeartbeat(t, from, now, &hb)
 	return false
 }
 
