@@ -101,10 +101,10 @@ func (a *Actor) persist(hs *election.HardState) bool {
 	return true
 }
 
-func (a *Actor) applyEffect(effect election.Effect) error {
+func (a *Actor) applyEffect(e election.Effect) error {
 	now := time.Now()
-	switch e := effect.(type) {
-	case election.Confirm:
+	switch e.Kind {
+	case election.EffectConfirm:
 		if !a.core.IsProtocolLeader() || a.core.Term() != e.Term {
 			// Asked before an input handled since (a state write that failed)
 			// ended that leadership: the core would drop the answer anyway.
@@ -115,7 +115,7 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			a.Log().Warning("leader: HandleConfirmLeader failed at term %d, withholding leadership: %v", e.Term, err)
 		}
 		a.core.ConfirmResult(time.Now(), e.Term, granted, err)
-	case election.BecomeLeader:
+	case election.EffectBecomeLeader:
 		if !a.core.IsLeader() || a.core.Term() != e.Term {
 			// Published, then ended by an input handled since (a state write
 			// that failed): HandleBecomeLeader must not start work the core
@@ -128,16 +128,16 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			a.Log().Error("leader: HandleBecomeLeader refused leadership at term %d: %v", e.Term, err)
 			return err
 		}
-	case election.BecomeFollower:
+	case election.EffectBecomeFollower:
 		a.stopReconfirm()
-		return a.behavior.HandleBecomeFollower(e.Leader)
-	case election.PeerJoined:
+		return a.behavior.HandleBecomeFollower(e.PID)
+	case election.EffectPeerJoined:
 		return a.behavior.HandlePeerJoined(e.PID)
-	case election.PeerLeft:
+	case election.EffectPeerLeft:
 		return a.behavior.HandlePeerLeft(e.PID)
-	case election.Monitor:
+	case election.EffectMonitor:
 		a.monitor(now, e.PID)
-	case election.Demonitor:
+	case election.EffectDemonitor:
 		if a.monitored.has(e.PID) {
 			a.monitored.remove(e.PID)
 			r := a.more()
@@ -150,12 +150,12 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 			r.demonitored[e.PID] = struct{}{}
 			a.unwatch(e.PID, "member")
 		}
-	case election.RoleChanged:
+	case election.EffectRoleChanged:
 		switch {
 		case e.To == election.RoleUnclustered:
 			a.unclusteredWarned = sinceEpoch(now)
 			a.Log().Warning("leader: cluster %q: %s -> unclustered at term %d: %s; no leader exists here until that changes",
-				a.options.ClusterID, e.From, e.Term, e.Below)
+				a.options.ClusterID, e.From, e.Term, e.Why)
 		case e.From == election.RoleUnclustered:
 			a.unclusteredWarned = 0
 			if a.logs(gen.LogLevelInfo) {
@@ -164,11 +164,11 @@ func (a *Actor) applyEffect(effect election.Effect) error {
 		case a.logs(gen.LogLevelInfo):
 			a.Log().Info("leader: %s -> %s at term %d (cluster %q)", e.From, e.To, e.Term, a.options.ClusterID)
 		}
-	case election.ViewChanged:
+	case election.EffectViewChanged:
 		if a.logs(gen.LogLevelInfo) {
-			a.Log().Info("leader: view of cluster %q is now %s (%s)", a.options.ClusterID, e.To, e.Reason)
+			a.Log().Info("leader: view of cluster %q is now %s (%s)", a.options.ClusterID, e.ToView, e.Why)
 		}
-	case election.Fatal:
+	case election.EffectFatal:
 		a.Log().Error("leader: cluster %q: %v", a.options.ClusterID, e.Err)
 		return e.Err
 	}

@@ -62,7 +62,7 @@ func TestDownOfAPIDMonitoredAgainReachesTheCore(t *testing.T) {
 	unknownPeer := func() uint64 { return unknownPeerDrops(t, n, pid) }
 	before := unknownPeer()
 	_, err = n.Call(pid, func(a *Actor) any {
-		for _, e := range []election.Effect{election.Monitor{PID: victim}, election.Demonitor{PID: victim}, election.Monitor{PID: victim}} {
+		for _, e := range []election.Effect{{Kind: election.EffectMonitor, PID: victim}, {Kind: election.EffectDemonitor, PID: victim}, {Kind: election.EffectMonitor, PID: victim}} {
 			require.NoError(t, a.applyEffect(e))
 		}
 		return true
@@ -130,7 +130,9 @@ func TestUnsubscribingAMemberKeepsTheElectionsWatch(t *testing.T) {
 	require.NoError(t, err)
 	unknownPeer := func() uint64 { return unknownPeerDrops(t, n, pid) }
 	before := unknownPeer()
-	_, err = n.Call(pid, func(a *Actor) any { return a.applyEffect(election.Monitor{PID: member}) == nil }) // the core watches a member
+	_, err = n.Call(pid, func(a *Actor) any {
+		return a.applyEffect(election.Effect{Kind: election.EffectMonitor, PID: member}) == nil
+	}) // the core watches a member
 	require.NoError(t, err)
 	require.NoError(t, n.Send(pid, MessageSubscribe{Subscriber: member}))
 	require.NoError(t, n.Send(pid, MessageUnsubscribe{Subscriber: member}))
@@ -228,8 +230,8 @@ func TestInfoLinesAskTheLevelFirst(t *testing.T) {
 	q := &quietLog{}
 	a := &Actor{options: &actorOptions{ClusterID: "c"}}
 	a.Process = q
-	require.NoError(t, a.applyEffect(election.RoleChanged{From: election.RoleFollower, To: election.RoleCandidate, Term: 2}))
-	require.NoError(t, a.applyEffect(election.ViewChanged{Reason: "test"}))
+	require.NoError(t, a.applyEffect(election.Effect{Kind: election.EffectRoleChanged, From: election.RoleFollower, To: election.RoleCandidate, Term: 2}))
+	require.NoError(t, a.applyEffect(election.Effect{Kind: election.EffectViewChanged, Why: "test"}))
 	assert.Zero(t, q.logCalls)
 	assert.False(t, a.logs(gen.LogLevelInfo))
 	assert.True(t, a.logs(gen.LogLevelError))

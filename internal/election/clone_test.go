@@ -620,9 +620,9 @@ func TestPublishedViewsNeverChange(t *testing.T) {
 					seen.note(t, rd.HardState.View)
 				}
 				for _, e := range rd.Effects {
-					if e, ok := e.(ViewChanged); ok {
-						seen.note(t, e.From)
-						seen.note(t, e.To)
+					if e.Kind == EffectViewChanged {
+						seen.note(t, e.FromView)
+						seen.note(t, e.ToView)
 					}
 				}
 				for _, out := range rd.Messages {

@@ -88,7 +88,7 @@ func (h *harness) collect() {
 			}
 		}
 		for _, e := range rd.Effects {
-			if c, ok := e.(Confirm); ok {
+			if c := e; c.Kind == EffectConfirm {
 				granted, err := true, error(nil)
 				if h.confirm != nil {
 					granted, err = h.confirm(c.Term)
@@ -225,12 +225,12 @@ func messagesOf[T any](rd Ready) []Outbound {
 	return out
 }
 
-// effectsIn lists the effects of type T in rd.
-func effectsIn[T Effect](rd Ready) []T {
-	var out []T
+// effectsIn lists the effects of kind k in rd.
+func effectsIn(rd Ready, k EffectKind) []Effect {
+	var out []Effect
 	for _, e := range rd.Effects {
-		if v, ok := e.(T); ok {
-			out = append(out, v)
+		if e.Kind == k {
+			out = append(out, e)
 		}
 	}
 	return out

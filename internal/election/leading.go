@@ -222,7 +222,7 @@ func (c *Core) checkCommit(now time.Time) {
 		stamp.Agreed = true
 		c.view = c.viewOf(stamp, old.Members)
 		c.hardDirty = true
-		c.effect(ViewChanged{From: old, To: c.view, Reason: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
+		c.effect(Effect{Kind: EffectViewChanged, FromView: old, ToView: c.view, Why: fmt.Sprintf("agreed: acknowledged by %d members", acked)})
 		defer c.sendHeartbeats(now) // tell the members at once
 	}
 	if c.lead.committedInTerm && c.committed == key {
@@ -305,7 +305,7 @@ func (c *Core) maybeConfirm() {
 	}
 	if !l.awaitingConfirm && c.publishable() {
 		l.awaitingConfirm = true
-		c.effect(Confirm{Term: c.term})
+		c.effect(Effect{Kind: EffectConfirm, Term: c.term})
 	}
 }
 

@@ -95,9 +95,9 @@ func TestLearnerRuleCountsAcceptorsOfTheSameKey(t *testing.T) {
 		require.True(t, h.c.IsProtocolLeader(), "two grants are a majority of the agreed view")
 		assert.Equal(t, v.Stamp.Lineage, h.stamp().Lineage)
 		assert.Equal(t, ViewKey{Term: term, Epoch: 1}, h.stamp().Key, "re-stamped")
-		changed := effectsIn[ViewChanged](h.take())
+		changed := effectsIn(h.take(), EffectViewChanged)
 		require.NotEmpty(t, changed)
-		assert.Contains(t, changed[0].Reason, "chosen: 3 members accepted it")
+		assert.Contains(t, changed[0].Why, "chosen: 3 members accepted it")
 	})
 	t.Run("a refusal reporting the same view counts too", func(t *testing.T) {
 		v := firstView(3, 3, 2)

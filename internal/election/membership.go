@@ -72,7 +72,7 @@ func (c *Core) install(v *View, reason string) {
 	c.declared = nil // only a member without a view sends it
 	c.hardDirty = true
 	c.stats.viewChanges++
-	c.effect(ViewChanged{From: old, To: v, Reason: reason})
+	c.effect(Effect{Kind: EffectViewChanged, FromView: old, ToView: v, Why: reason})
 	for _, m := range v.Members {
 		if m.Node != c.cfg.Self.Node {
 			c.peers.ensure(m).id = m
@@ -106,7 +106,7 @@ func (c *Core) stop(err error) {
 	for k := range timerKinds {
 		c.disarm(k)
 	}
-	c.effect(Fatal{Err: err})
+	c.effect(Effect{Kind: EffectFatal, Err: err})
 }
 
 // join declares peer and asks the leader to admit it.
@@ -346,7 +346,7 @@ func (c *Core) tidyPeers(now time.Time) {
 			continue
 		}
 		if p.pid != (gen.PID{}) {
-			c.effect(Demonitor{PID: p.pid})
+			c.effect(Effect{Kind: EffectDemonitor, PID: p.pid})
 		}
 		c.peers.remove(n)
 	}

@@ -168,14 +168,14 @@ func (nw *network) process(sn *simNode) {
 		failed := false
 		for _, e := range rd.Effects {
 			sn.effects = append(sn.effects, e)
-			switch e := e.(type) {
-			case Confirm:
+			switch e.Kind {
+			case EffectConfirm:
 				ok, err := true, error(nil)
 				if sn.confirm != nil {
 					ok, err = sn.confirm(e.Term)
 				}
 				sn.core.ConfirmResult(nw.now, e.Term, ok, err)
-			case BecomeLeader:
+			case EffectBecomeLeader:
 				if sn.failLeader != nil {
 					sn.core.BecomeLeaderFailed(nw.now, sn.failLeader)
 					failed = true
@@ -185,7 +185,7 @@ func (nw *network) process(sn *simNode) {
 					}
 					nw.visible[e.Term] = sn.name
 				}
-			case Fatal:
+			case EffectFatal:
 				if !nw.allowFatal {
 					nw.t.Fatalf("%s stopped: %v", sn.name, e.Err)
 				}
@@ -402,12 +402,12 @@ func (nw *network) crash(sn *simNode, reason error) {
 	}
 }
 
-// effectsOf lists sn's effects of type T.
-func effectsOf[T Effect](sn *simNode) []T {
-	var out []T
+// effectsOf lists sn's effects of kind k.
+func effectsOf(sn *simNode, k EffectKind) []Effect {
+	var out []Effect
 	for _, e := range sn.effects {
-		if v, ok := e.(T); ok {
-			out = append(out, v)
+		if e.Kind == k {
+			out = append(out, e)
 		}
 	}
 	return out

@@ -78,65 +78,98 @@ type TimerOp struct {
 	Cancel bool
 }
 
-// Effect is one of the Effect types below; the shell switches on it.
-type Effect interface{ isEffect() }
-
-// Confirm asks the shell to call HandleConfirmLeader for a won election at
-// Term and report the answer with Core.ConfirmResult.
-type Confirm struct{ Term uint64 }
-
-// BecomeLeader: call HandleBecomeLeader; on error call Core.BecomeLeaderFailed,
-// drop the rest of this Ready and terminate the actor.
-type BecomeLeader struct{ Term uint64 }
-
-// BecomeFollower: call HandleBecomeFollower(Leader). It fires on every
-// transition into follower, whenever a follower's known leader changes, and
-// when leadership ends; Leader is zero when no leader is known.
-type BecomeFollower struct{ Leader gen.PID }
-
-// PeerJoined: a member's PID became known; call HandlePeerJoined.
-type PeerJoined struct{ PID gen.PID }
-
-// PeerLeft: a member left the view or its PID was forgotten; call HandlePeerLeft.
-type PeerLeft struct{ PID gen.PID }
-
-// Monitor asks the shell to monitor PID and report its end with Core.PeerDown.
-type Monitor struct{ PID gen.PID }
-
-// Demonitor asks the shell to remove the monitor of PID.
-type Demonitor struct{ PID gen.PID }
-
-// RoleChanged records a role transition at Term, for logs and observers.
-// Below is set when the new role is unclustered: why, in words (the floor
-// and the view it is under, or that this member is outside the view).
-type RoleChanged struct {
+// Effect is one callback or runtime action for the shell; Kind says which,
+// and which of the fields below it carries (the others are zero). A value,
+// not an interface holding one of several types: an election makes a dozen
+// effects a member, and each boxed would be garbage among the member's
+// long-lived memory.
+type Effect struct {
+	Kind EffectKind
+	// Term is the term of EffectConfirm, EffectBecomeLeader and
+	// EffectRoleChanged.
+	Term uint64
+	// PID is EffectBecomeFollower's leader (zero when none is known), and
+	// the member of EffectPeerJoined, EffectPeerLeft, EffectMonitor and
+	// EffectDemonitor.
+	PID gen.PID
+	// From and To are EffectRoleChanged's roles.
 	From, To Role
-	Term     uint64
-	Below    string
+	// FromView and ToView are EffectViewChanged's views: the one held before
+	// (nil when none) and the new one.
+	FromView, ToView *View
+	// Why is, in words, why EffectRoleChanged's new role is unclustered (the
+	// floor and the view it is under, or that this member is outside the
+	// view; empty for another role), and why EffectViewChanged's view
+	// changed.
+	Why string
+	// Err is EffectFatal's error.
+	Err error
 }
 
-// ViewChanged records that this member's view changed: From is the view it
-// held before (nil when none), To the new one, Reason says why in words.
-type ViewChanged struct {
-	From, To *View
-	Reason   string
+// EffectKind says what an Effect asks of the shell.
+type EffectKind int
+
+const (
+	// EffectConfirm asks the shell to call HandleConfirmLeader for a won
+	// election at Term and report the answer with Core.ConfirmResult.
+	EffectConfirm EffectKind = iota + 1
+	// EffectBecomeLeader: call HandleBecomeLeader; on error call
+	// Core.BecomeLeaderFailed, drop the rest of this Ready and terminate
+	// the actor.
+	EffectBecomeLeader
+	// EffectBecomeFollower: call HandleBecomeFollower(PID). It comes on
+	// every transition into follower, whenever a follower's known leader
+	// changes, and when leadership ends; PID is zero when no leader is
+	// known.
+	EffectBecomeFollower
+	// EffectPeerJoined: a member's PID became known; call HandlePeerJoined.
+	EffectPeerJoined
+	// EffectPeerLeft: a member left the view or its PID was forgotten; call
+	// HandlePeerLeft.
+	EffectPeerLeft
+	// EffectMonitor asks the shell to monitor PID and report its end with
+	// Core.PeerDown.
+	EffectMonitor
+	// EffectDemonitor asks the shell to remove the monitor of PID.
+	EffectDemonitor
+	// EffectRoleChanged records a role transition, From one To another at
+	// Term, for logs and observers.
+	EffectRoleChanged
+	// EffectViewChanged records that this member's view changed, FromView
+	// ToView, for the reason Why.
+	EffectViewChanged
+	// EffectFatal reports a state the protocol rules out (two different
+	// views with one key): the member stops taking part, and the shell
+	// should end the actor with Err and report it loudly.
+	EffectFatal
+)
+
+// String names the kind as its constant does, without the prefix.
+func (k EffectKind) String() string {
+	switch k {
+	case EffectConfirm:
+		return "Confirm"
+	case EffectBecomeLeader:
+		return "BecomeLeader"
+	case EffectBecomeFollower:
+		return "BecomeFollower"
+	case EffectPeerJoined:
+		return "PeerJoined"
+	case EffectPeerLeft:
+		return "PeerLeft"
+	case EffectMonitor:
+		return "Monitor"
+	case EffectDemonitor:
+		return "Demonitor"
+	case EffectRoleChanged:
+		return "RoleChanged"
+	case EffectViewChanged:
+		return "ViewChanged"
+	case EffectFatal:
+		return "Fatal"
+	}
+	return "unknown"
 }
-
-// Fatal reports a state the protocol rules out (two different views with one
-// key): the member stops taking part, and the shell should end the actor
-// with Err and report it loudly.
-type Fatal struct{ Err error }
-
-func (Confirm) isEffect()        {}
-func (BecomeLeader) isEffect()   {}
-func (BecomeFollower) isEffect() {}
-func (PeerJoined) isEffect()     {}
-func (PeerLeft) isEffect()       {}
-func (Monitor) isEffect()        {}
-func (Demonitor) isEffect()      {}
-func (RoleChanged) isEffect()    {}
-func (ViewChanged) isEffect()    {}
-func (Fatal) isEffect()          {}
 
 // HardState is what durable storage keeps across restarts: the term, the vote
 // cast in it (zero when none) and the latest view this member accepted (nil

@@ -107,16 +107,16 @@ func (c *Core) publish(now time.Time) {
 	switch {
 	case role == prev.role && (role != RoleFollower || c.leader == prev.leader):
 	case role == RoleLeader:
-		c.effect(BecomeLeader{Term: c.term})
+		c.effect(Effect{Kind: EffectBecomeLeader, Term: c.term})
 	case role == RoleFollower:
-		c.effect(BecomeFollower{Leader: c.leader})
+		c.effect(Effect{Kind: EffectBecomeFollower, PID: c.leader})
 	case prev.role == RoleLeader, prev.role == RoleCandidate && role == RoleUnclustered:
-		c.effect(BecomeFollower{})
+		c.effect(Effect{Kind: EffectBecomeFollower})
 	}
 	if role != prev.role {
-		rc := RoleChanged{From: prev.role, To: role, Term: c.term}
+		rc := Effect{Kind: EffectRoleChanged, From: prev.role, To: role, Term: c.term}
 		if role == RoleUnclustered {
-			rc.Below = c.below()
+			rc.Why = c.below()
 		}
 		c.effect(rc)
 	}

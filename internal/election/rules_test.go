@@ -116,7 +116,7 @@ func TestHigherTermIsAdoptedAndSendsNodeToFollower(t *testing.T) {
 			assert.Equal(t, uint64(9), h.c.Term())
 			assert.Equal(t, RoleFollower, h.c.Role())
 			assert.Equal(t, peerPID(3), h.c.Leader())
-			assert.Contains(t, rd.Effects, Effect(BecomeFollower{Leader: peerPID(3)}))
+			assert.Contains(t, rd.Effects, Effect{Kind: EffectBecomeFollower, PID: peerPID(3)})
 			require.NotNil(t, rd.HardState)
 			assert.Equal(t, uint64(9), rd.HardState.Term)
 			assert.Zero(t, rd.HardState.VotedFor, "the vote is cleared with the term")
@@ -182,8 +182,8 @@ func TestConfirmLeaderGatesLeadership(t *testing.T) {
 				h.ack(2, term)
 				h.ack(3, term)
 				rd := h.take()
-				require.Len(t, effectsIn[Confirm](rd), 1, "asked once the re-stamped view committed")
-				assert.Empty(t, effectsIn[BecomeLeader](rd))
+				require.Len(t, effectsIn(rd, EffectConfirm), 1, "asked once the re-stamped view committed")
+				assert.Empty(t, effectsIn(rd, EffectBecomeLeader))
 				assert.Equal(t, RoleFollower, h.c.Role())
 				waits = append(waits, h.due[TimerElection].Sub(h.now))
 			}
@@ -203,7 +203,7 @@ func TestBecomeLeaderErrorRollsBack(t *testing.T) {
 	h.c.BecomeLeaderFailed(h.now, errors.New("cannot honour it"))
 	rd := h.take()
 	assert.Equal(t, RoleFollower, h.c.Role())
-	assert.Contains(t, rd.Effects, Effect(BecomeFollower{}))
+	assert.Contains(t, rd.Effects, Effect{Kind: EffectBecomeFollower})
 	assert.EqualError(t, h.c.Status(h.now).LastBecomeLeaderError, "cannot honour it")
 }
 
@@ -215,12 +215,12 @@ func TestBecomeFollowerOnEveryTransition(t *testing.T) {
 	h.take()
 	h.refuse(2, term)
 	h.refuse(3, term)
-	assert.Contains(t, h.take().Effects, Effect(BecomeFollower{}), "a candidate that lost follows nobody")
+	assert.Contains(t, h.take().Effects, Effect{Kind: EffectBecomeFollower}, "a candidate that lost follows nobody")
 	h.heartbeat(2, term, h.stamp(), nil)
-	assert.Contains(t, h.take().Effects, Effect(BecomeFollower{Leader: peerPID(2)}), "a follower told of its leader")
+	assert.Contains(t, h.take().Effects, Effect{Kind: EffectBecomeFollower, PID: peerPID(2)}, "a follower told of its leader")
 	s := h.stamp()
 	h.heartbeat(3, term+1, s, nil)
-	assert.Contains(t, h.take().Effects, Effect(BecomeFollower{Leader: peerPID(3)}), "a follower whose leader changed")
+	assert.Contains(t, h.take().Effects, Effect{Kind: EffectBecomeFollower, PID: peerPID(3)}, "a follower whose leader changed")
 }
 
 // "HandlePeerJoined / HandlePeerLeft report membership changes ...
@@ -230,11 +230,11 @@ func TestPeerCallbacksAfterMembershipApplied(t *testing.T) {
 	h.take()
 	h.heartbeat(2, 1, h.stamp(), nil)
 	rd := h.take()
-	assert.Contains(t, rd.Effects, Effect(PeerJoined{PID: peerPID(2)}))
-	assert.Contains(t, rd.Effects, Effect(Monitor{PID: peerPID(2)}))
+	assert.Contains(t, rd.Effects, Effect{Kind: EffectPeerJoined, PID: peerPID(2)})
+	assert.Contains(t, rd.Effects, Effect{Kind: EffectMonitor, PID: peerPID(2)})
 	assert.True(t, h.c.HasPeer(peerPID(2)), "applied before the callback runs")
 	h.c.PeerDown(h.now, peerPID(2), gen.ErrNoConnection)
-	assert.Contains(t, h.take().Effects, Effect(PeerLeft{PID: peerPID(2)}))
+	assert.Contains(t, h.take().Effects, Effect{Kind: EffectPeerLeft, PID: peerPID(2)})
 	assert.False(t, h.c.HasPeer(peerPID(2)))
 }
 
@@ -346,7 +346,7 @@ func TestLeaveIsStickyForAnElectionTimeout(t *testing.T) {
 	require.NoError(t, h.c.Leave(h.now, nodeName(4)))
 	rd := h.take()
 	require.False(t, h.c.view.has(nodeName(4)), "the leader removed it")
-	require.NotEmpty(t, effectsIn[ViewChanged](rd))
+	require.NotEmpty(t, effectsIn(rd, EffectViewChanged))
 	h.step(4, MessageMembership{Header: hdr(4, h.c.Term(), ViewStamp{}), Add: []gen.ProcessID{procID(nodeName(4))}})
 	assert.Equal(t, uint64(1), h.c.Status(h.now).Dropped[dropWithdrawn], "its request to come back is dropped")
 	h.advance(h.c.cfg.ElectionTimeoutMax)

@@ -227,13 +227,13 @@ func TestStoppedMemberIsRemovedBeforeAnyoneLeadsWithoutIt(t *testing.T) {
 			}
 			before := map[*simNode]int{}
 			for _, sn := range nw.nodes {
-				before[sn] = len(effectsOf[BecomeLeader](sn))
+				before[sn] = len(effectsOf(sn, EffectBecomeLeader))
 			}
 			nw.crash(l, errors.New("test: stopped"))
 			nw.run(10 * time.Second)
 			for _, sn := range nw.nodes {
 				if sn.up {
-					require.Equal(t, before[sn], len(effectsOf[BecomeLeader](sn)), "%s published leadership after the end was known", sn.name)
+					require.Equal(t, before[sn], len(effectsOf(sn, EffectBecomeLeader)), "%s published leadership after the end was known", sn.name)
 					require.Equal(t, RoleUnclustered, sn.core.Role(), "%s", sn.name)
 					require.Equal(t, 2, sn.core.ViewSize(), "%s", sn.name)
 				}

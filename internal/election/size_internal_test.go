@@ -97,3 +97,27 @@ func TestStartingPeersShareOneAllocation(t *testing.T) {
 	assert.Equal(t, 4, len(tab.list))
 	assert.Empty(t, newPeerTable("a@h", nil).list)
 }
+
+// An effect costs no allocation of its own: a member's election makes a
+// dozen (a Monitor and a PeerJoined per peer, a BecomeFollower, ...), and
+// each boxed in an interface would be garbage among the long-lived objects
+// of its size class, which the member's heap then holds in part-empty
+// spans. Here a peer's process changes PID back and forth, each time
+// giving a Demonitor, a Monitor, a PeerLeft and a PeerJoined.
+func TestEffectsAreNotAllocated(t *testing.T) {
+	nw := newNetwork(t, 3, 1, nil)
+	nw.makeLeader(1)
+	c := nw.node(2).core
+	h := Header{ClusterID: c.cfg.ClusterID, Term: c.term, From: procID(nodeName(3))}
+	pids := [2]gen.PID{peerPID(3), {Node: nodeName(3), ID: 2000, Creation: 1}}
+	c.ready = Ready{Effects: make([]Effect, 0, 8)}
+	now := time.Unix(200, 0)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		i++
+		c.ready.Effects = c.ready.Effects[:0]
+		c.observe(now, pids[i%2], h, false)
+	})
+	require.Len(t, c.ready.Effects, 4, "a changed PID gives four effects")
+	assert.Zero(t, allocs)
+}

@@ -201,11 +201,11 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 	p.id = h.From
 	if p.pid != from {
 		if old := p.pid; old != (gen.PID{}) {
-			c.effect(Demonitor{PID: old})
+			c.effect(Effect{Kind: EffectDemonitor, PID: old})
 		}
 		p.setPID(from)
 		p.steadySince = 0
-		c.effect(Monitor{PID: from})
+		c.effect(Effect{Kind: EffectMonitor, PID: from})
 	}
 	p.learnStarted(h.Started)
 	p.answered = true
@@ -231,10 +231,10 @@ func (c *Core) syncPeer(p *peer) {
 		return
 	}
 	if reported != (gen.PID{}) {
-		c.effect(PeerLeft{PID: reported})
+		c.effect(Effect{Kind: EffectPeerLeft, PID: reported})
 	}
 	if want != (gen.PID{}) {
-		c.effect(PeerJoined{PID: want})
+		c.effect(Effect{Kind: EffectPeerJoined, PID: want})
 	}
 	p.setReported(want)
 }

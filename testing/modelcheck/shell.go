@@ -32,14 +32,14 @@ func (s *State) drain(i int) {
 			m.timers[op.Timer.Kind] = armed{timer: op.Timer, at: m.now.Add(op.After), ok: true}
 		}
 		for _, e := range rd.Effects {
-			switch e := e.(type) {
-			case election.Confirm:
+			switch e.Kind {
+			case election.EffectConfirm:
 				m.core.ConfirmResult(m.now, e.Term, true, nil)
-			case election.Monitor:
+			case election.EffectMonitor:
 				s.monitor(i, e.PID)
-			case election.Demonitor:
+			case election.EffectDemonitor:
 				m.unmonitor(e.PID)
-			case election.Fatal:
+			case election.EffectFatal:
 				// The shell ends the actor with the error: nothing more of
 				// this Ready is done, and its monitors fire with that reason.
 				s.stop(i, true, e.Err)

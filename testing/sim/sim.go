@@ -521,14 +521,14 @@ func (s *Simulator) drain(m *member) {
 			s.push(&item{at: s.now + op.After, kind: itemTimer, to: m.index, life: m.life, timer: op.Timer})
 		}
 		for _, e := range rd.Effects {
-			switch e := e.(type) {
-			case election.Confirm:
+			switch e.Kind {
+			case election.EffectConfirm:
 				m.core.ConfirmResult(now, e.Term, true, nil)
-			case election.Monitor:
+			case election.EffectMonitor:
 				s.monitor(m, e.PID)
-			case election.Demonitor:
+			case election.EffectDemonitor:
 				m.monitors = slices.DeleteFunc(m.monitors, func(p gen.PID) bool { return p == e.PID })
-			case election.ViewChanged:
+			case election.EffectViewChanged:
 				viewChanged = true
 				s.noteChange(m, e)
 			}
@@ -542,12 +542,12 @@ func (s *Simulator) drain(m *member) {
 
 // noteChange marks a view change a leader proposed (a member added or
 // removed), for the faults that await one.
-func (s *Simulator) noteChange(m *member, e election.ViewChanged) {
-	if e.From == nil || e.To == nil || !m.core.IsProtocolLeader() || slices.Equal(e.From.Members, e.To.Members) {
+func (s *Simulator) noteChange(m *member, e election.Effect) {
+	if e.FromView == nil || e.ToView == nil || !m.core.IsProtocolLeader() || slices.Equal(e.FromView.Members, e.ToView.Members) {
 		return
 	}
 	s.changed = true
-	for _, sets := range [][2][]gen.ProcessID{{e.From.Members, e.To.Members}, {e.To.Members, e.From.Members}} {
+	for _, sets := range [][2][]gen.ProcessID{{e.FromView.Members, e.ToView.Members}, {e.ToView.Members, e.FromView.Members}} {
 		for _, p := range sets[0] {
 			if !slices.Contains(sets[1], p) {
 				if a := s.named(p); a != nil {
