@@ -62,9 +62,11 @@ type connection struct {
 	lastWrite atomic.Int64  // elapsed() at the last write, for keepalives
 	lastRead  atomic.Int64  // elapsed() at the last frame read, for the keepalive timeout
 	// smallWrites counts the writes in a row that filled less than a
-	// quarter of a buffer larger than keptWriteBuffer (see keptBuffer);
-	// the writer's alone.
+	// quarter of a buffer larger than keptWriteBuffer (see keptBuffer), and
+	// bigWrite says one filled more since the writer's last tick
+	// (shrinkIdle); the writer's alone.
 	smallWrites int
+	bigWrite    bool
 	// lastProc is the local process that the last message frame read was
 	// delivered to (see recipient); the reader's alone.
 	lastProc *process
@@ -293,6 +295,7 @@ func (c *connection) writeLoop() {
 				c.teardown(fmt.Errorf("no frame from %s for %v: %w", c.peer.Name, time.Duration(silent), gen.ErrNoConnection))
 				return
 			}
+			spare = c.shrinkIdle(spare)
 			if now-c.lastWrite.Load() < int64(period) || !c.queueIfIdle(keepalive) {
 				continue
 			}
@@ -385,6 +388,7 @@ func (c *connection) keptBuffer(buf []byte) []byte {
 	}
 	if n <= keptWriteBuffer || len(buf) >= n/4 {
 		c.smallWrites = 0
+		c.bigWrite = c.bigWrite || n > keptWriteBuffer
 		return buf
 	}
 	c.smallWrites++
@@ -393,6 +397,29 @@ func (c *connection) keptBuffer(buf []byte) []byte {
 	}
 	c.smallWrites = 0
 	return nil
+}
+
+// shrinkIdle lets the buffers larger than keptWriteBuffer go, the spare one
+// (which it returns) and the queue's while it is empty, when no write since
+// the writer's last tick filled a quarter of one: a burst's buffers go back
+// to the garbage collector within a tick or two once traffic is light, not
+// shrinkAfter writes later, which at a heartbeat's pace can be many
+// seconds, while a stream that fills them keeps them.
+func (c *connection) shrinkIdle(spare []byte) []byte {
+	big := c.bigWrite
+	c.bigWrite = false
+	if big {
+		return spare
+	}
+	if cap(spare) > keptWriteBuffer {
+		spare = nil
+	}
+	c.mu.Lock()
+	if len(c.out) == 0 && cap(c.out) > keptWriteBuffer {
+		c.out = nil
+	}
+	c.mu.Unlock()
+	return spare
 }
 
 // closeWrite ends our direction of a gracefully closing connection; the

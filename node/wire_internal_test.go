@@ -56,4 +56,19 @@ func TestKeptBuffer(t *testing.T) {
 		}
 		require.Nil(t, c.keptBuffer(make([]byte, 600<<10)))
 	})
+	t.Run("a large buffer no write filled since the last tick is let go at the tick; a small one is kept", func(t *testing.T) {
+		c := &connection{nw: &network{opts: gen.NetworkOptions{SendQueueBytes: 256 << 10}}}
+		large := make([]byte, 0, 64<<10)
+		require.NotNil(t, c.keptBuffer(large[:32<<10]))
+		require.NotNil(t, c.shrinkIdle(large), "kept at the tick after a write that filled a quarter of it")
+		require.Nil(t, c.shrinkIdle(large), "let go at the next, no write having filled it")
+		small := make([]byte, 0, keptWriteBuffer)
+		require.NotNil(t, c.shrinkIdle(small))
+		c.out = make([]byte, 0, 64<<10)
+		c.shrinkIdle(nil)
+		require.Nil(t, c.out, "the empty queue's large buffer goes too")
+		c.out = append(make([]byte, 0, 64<<10), 1)
+		c.shrinkIdle(nil)
+		require.NotNil(t, c.out, "a queue holding frames keeps its buffer")
+	})
 }
