@@ -115,7 +115,7 @@ func (c *Core) Reconfirm(now time.Time, granted bool, err error) {
 // steps down again. The shell then terminates the actor with err.
 func (c *Core) BecomeLeaderFailed(now time.Time, err error) {
 	if c.role == RoleLeader {
-		c.leaderErr = err
+		c.more().leaderErr = err
 		c.becomeFollower(now, gen.PID{})
 	}
 	c.publish(now)
@@ -149,7 +149,7 @@ func (c *Core) StorageRecovered(now time.Time) {
 }
 
 // StorageFailing reports whether the member waits for its state to be written.
-func (c *Core) StorageFailing() bool { return c.storageErr != nil }
+func (c *Core) StorageFailing() bool { return c.few().storageErr != nil }
 
 // StepDown hands leadership over to the reachable member that answered most
 // recently, preferring one that has not failed a handover lately: this
@@ -220,7 +220,7 @@ func (c *Core) SetCampaign(now time.Time, allowed bool) {
 // it after each input can hold the firing until then instead of waking the
 // core early. Firing at the armed TimerOp's time is correct too.
 func (c *Core) ElectionDue() (time.Time, bool) {
-	if !c.timers[TimerElection].armed {
+	if !c.armed[TimerElection] {
 		return time.Time{}, false
 	}
 	return c.clock.time(c.electionStart).Add(c.electionWait), true
@@ -436,10 +436,10 @@ func (c *Core) Status(now time.Time) Status {
 		GhostTTL:              c.cfg.GhostTTL,
 		VotesGranted:          slices.Clone(c.lastGranted),
 		VotesCount:            len(c.lastGranted),
-		ElectionTimerArmed:    c.timers[TimerElection].armed,
-		ProbeTimerArmed:       c.timers[TimerProbe].armed,
+		ElectionTimerArmed:    c.armed[TimerElection],
+		ProbeTimerArmed:       c.armed[TimerProbe],
 		CampaignHeld:          c.campaignHeld,
-		HeartbeatTimerArmed:   c.timers[TimerHeartbeat].armed,
+		HeartbeatTimerArmed:   c.armed[TimerHeartbeat],
 		HeartbeatInLast:       c.clock.time(c.heartbeatInLast),
 		HeartbeatOutLast:      c.clock.time(c.heartbeatOutLast),
 		ElectionTimeoutMin:    c.cfg.ElectionTimeoutMin,
@@ -448,10 +448,10 @@ func (c *Core) Status(now time.Time) Status {
 		Dropped:               droppedCopy(c.stats.dropped),
 		ConfirmDenied:         c.stats.confirmDenied,
 		LastDeniedAt:          c.clock.time(c.stats.lastDeniedAt),
-		LastDenyError:         c.lastDenied,
-		LastBecomeLeaderError: c.leaderErr,
-		StorageError:          c.storageErr,
-		Fatal:                 c.fatal,
+		LastDenyError:         c.few().lastDenied,
+		LastBecomeLeaderError: c.few().leaderErr,
+		StorageError:          c.few().storageErr,
+		Fatal:                 c.few().fatal,
 		ElectionsStarted:      c.stats.electionsStarted,
 		ElectionsWon:          c.stats.electionsWon,
 		LeadershipChanges:     c.stats.leaderChanges,

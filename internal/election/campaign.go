@@ -44,7 +44,7 @@ func (c *Core) mayCampaign() bool { return !c.campaignHeld && c.mayCampaignDirec
 // and a directed campaign has one candidate by design.
 func (c *Core) mayCampaignDirected() bool {
 	switch {
-	case c.fatal != nil, c.storageErr != nil, c.term >= lastTerm:
+	case c.few().fatal != nil, c.few().storageErr != nil, c.term >= lastTerm:
 		return false
 	case c.view != nil && c.view.Stamp.Agreed:
 		return c.inView()
@@ -371,7 +371,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 // fail, the regular timeout still elects.
 func (c *Core) yieldFailoverTurn(now time.Time) {
 	if c.role == RoleFollower && c.camp == nil && c.deadLeader != "" &&
-		c.timers[TimerElection].armed && !c.electionLazy {
+		c.armed[TimerElection] && !c.electionLazy {
 		c.armElection(now)
 	}
 }

@@ -42,7 +42,11 @@ func (c *Core) Clone(r *rand.Rand) *Core {
 	n.removals = maps.Clone(c.removals)
 	n.camp = c.camp.clone()
 	n.lead = c.lead.clone()
-	n.handover.avoid = maps.Clone(c.handover.avoid)
+	if c.rare != nil {
+		r := *c.rare
+		r.handover.avoid = maps.Clone(c.rare.handover.avoid)
+		n.rare = &r
+	}
 	n.ready = c.ready.clone()
 	n.lastGranted = slices.Clone(c.lastGranted)
 	n.stats.dropped = maps.Clone(c.stats.dropped)
@@ -153,14 +157,14 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = appendProcessID(b, c.out().leader)
 	b = append(b, byte(c.reported.role))
 	b = appendPID(b, c.reported.leader)
-	b = binary.AppendUvarint(b, uint64(c.denials))
+	b = binary.AppendUvarint(b, uint64(c.few().denials))
 	b = appendBools(b, c.hardDirty, !c.leaderHeardAt.IsZero(), c.leaderLive(now),
 		c.next.skipPreVote, c.next.transfer, c.campaignHeld, c.hostShortcut,
-		c.declines(now), c.storageErr != nil, c.fatal != nil,
+		c.declines(now), c.few().storageErr != nil, c.few().fatal != nil,
 		!c.electionStart.IsZero(), !c.electionStart.IsZero() && !now.Before(c.clock.time(c.electionStart).Add(c.electionWait)),
 		c.electionLazy, c.hasReady())
-	for _, t := range c.timers {
-		b = appendBools(b, t.armed)
+	for _, armed := range c.armed {
+		b = appendBools(b, armed)
 	}
 	b = c.peers.appendKey(b, c.cfg, c.clock, now)
 	b = c.appendRecency(b)
@@ -170,7 +174,7 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = c.lead.appendKey(b, c.peers, c.clock)
 	b = appendString(b, string(c.deadLeader))
 	b = c.deferred.appendKey(b, c.cfg, now)
-	return c.handover.appendKey(b, c.cfg, now)
+	return c.few().handover.appendKey(b, c.cfg, now)
 }
 
 func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byte {

@@ -65,9 +65,9 @@ type Core struct {
 	deferred *deferredRequest
 
 	// The flags and small fields below sit together so that they share one
-	// word: every member holds a Core, and at most 1,016 bytes (with the
-	// allocator's 8-byte header) fit a 1,024-byte allocation instead of a
-	// 1,152-byte one (TestCoreFitsItsAllocation).
+	// word: every member holds a Core, and at most 888 bytes (with the
+	// allocator's 8-byte header) fit an 896-byte allocation instead of a
+	// 1,024-byte one (TestCoreFitsItsAllocation).
 	hardDirty bool // term, vote or view changed since the last Ready
 	next      nextCampaign
 	// campaignHeld: another member on this host holds the same-host cell, so
@@ -82,22 +82,21 @@ type Core struct {
 	// electionLazy: a heartbeat moves electionStart without re-arming the
 	// election timer (see electionStart).
 	electionLazy bool
+	// armed says whether each timer kind is armed, at generation timers.
+	armed [timerKinds]bool
 
 	// reported is the role and leader the user was last told of, so
 	// callbacks fire on changes only.
-	reported   reportedState
-	handover   handoverState
-	denials    int   // consecutive confirmation denials
-	lastDenied error // the error of the last denial, nil for a plain false
-	leaderErr  error // what HandleBecomeLeader last failed with
-	// storageErr is set while the durable state cannot be written: the
-	// member then votes for nobody and leads nothing.
-	storageErr error
-	// fatal is set once the member met a state the protocol rules out; it
-	// then ignores every input.
-	fatal error
+	reported reportedState
+	// rare holds what a member needs only once a confirmation was denied,
+	// a callback or a write failed, or it handed leadership over; nil
+	// until then (more, few).
+	rare *coreRare
 
-	timers [timerKinds]timerState
+	// timers is the generation of each kind's latest arming; whether it is
+	// armed is among the flags above, not beside it in an array of pairs
+	// padded to 16 bytes each.
+	timers [timerKinds]uint64
 	// The election timeout runs from electionStart for electionWait; with
 	// electionLazy a heartbeat moves the start without re-arming the timer.
 	electionStart instant
@@ -114,6 +113,43 @@ type Core struct {
 	// changed once made (messages and clones share it).
 	declared []gen.ProcessID
 }
+
+// coreRare is what a Core keeps of rare events: behind a pointer, made on
+// first use, so that a Core fits a smaller allocation (every member holds
+// one). Its fields are read through few and written through more.
+type coreRare struct {
+	handover   handoverState
+	denials    int   // consecutive confirmation denials
+	lastDenied error // the error of the last denial, nil for a plain false
+	leaderErr  error // what HandleBecomeLeader last failed with
+	// storageErr is set while the durable state cannot be written: the
+	// member then votes for nobody and leads nothing.
+	storageErr error
+	// fatal is set once the member met a state the protocol rules out; it
+	// then ignores every input.
+	fatal error
+}
+
+// more returns the rare fields to write, made on first use.
+func (c *Core) more() *coreRare {
+	if c.rare == nil {
+		c.rare = new(coreRare)
+	}
+	return c.rare
+}
+
+// few returns the rare fields to read: their zero values while none is
+// made. What it returns must not be written: it may be noRare, which every
+// Core shares.
+func (c *Core) few() *coreRare {
+	if c.rare == nil {
+		return &noRare
+	}
+	return c.rare
+}
+
+// noRare is the rare fields of every Core that made none. Never written.
+var noRare coreRare
 
 // counters are the totals Status reports.
 type counters struct {

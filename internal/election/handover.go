@@ -34,7 +34,8 @@ const (
 // ending says this member's process is ending.
 func (c *Core) handOver(now time.Time, node gen.Atom, ending bool) {
 	p := c.peers.get(node)
-	c.handover.target, c.handover.leadingSince = node, time.Time{}
+	h := &c.more().handover
+	h.target, h.leadingSince = node, time.Time{}
 	c.becomeFollower(now, gen.PID{})
 	c.send(now, p, MessageTimeoutNow{Header: c.hdr(c.term), Ending: ending})
 }
@@ -46,37 +47,50 @@ func (c *Core) handOver(now time.Time, node gen.Atom, ending bool) {
 // lead the protocol for a moment, then steps down; without this it would be
 // handed leadership over and over.
 func (c *Core) judgeHandover(now time.Time) {
-	target := c.handover.target
-	switch {
-	case target == "":
+	if c.few().handover.target == "" {
 		return
+	}
+	h := &c.rare.handover // made, as a handover is awaited
+	target := h.target
+	switch {
 	case c.leader.Node == target:
-		if c.handover.leadingSince.IsZero() {
-			c.handover.leadingSince = now
+		if h.leadingSince.IsZero() {
+			h.leadingSince = now
 		}
-		if now.Sub(c.handover.leadingSince) >= c.cfg.ElectionTimeoutMax {
-			c.handover.target = ""
-			delete(c.handover.avoid, target)
+		if now.Sub(h.leadingSince) >= c.cfg.ElectionTimeoutMax {
+			h.target, h.leadingSince = "", time.Time{}
+			delete(h.avoid, target)
+			c.tidyRare()
 		}
 		return
 	case c.leader == (gen.PID{}):
-		c.handover.leadingSince = time.Time{}
+		h.leadingSince = time.Time{}
 		return
 	}
-	c.handover.target = ""
-	if c.handover.avoid == nil {
-		c.handover.avoid = map[gen.Atom]avoidance{}
+	h.target = ""
+	if h.avoid == nil {
+		h.avoid = map[gen.Atom]avoidance{}
 	}
-	a := c.handover.avoid[target]
+	a := h.avoid[target]
 	a.until = now.Add(avoidTimeouts * c.cfg.ElectionTimeoutMax << min(a.failures, maxAvoidShift))
 	a.failures++
-	c.handover.avoid[target] = a
+	h.avoid[target] = a
 	c.stats.failedHandovers++
+}
+
+// tidyRare drops the rare fields once they are all zero again (a handover
+// judged done), so that a member keeps none for an event long past.
+func (c *Core) tidyRare() {
+	r := c.rare
+	if r != nil && r.handover.target == "" && r.handover.leadingSince.IsZero() && len(r.handover.avoid) == 0 &&
+		r.denials == 0 && r.lastDenied == nil && r.leaderErr == nil && r.storageErr == nil && r.fatal == nil {
+		c.rare = nil
+	}
 }
 
 // avoided reports whether node failed a handover lately.
 func (c *Core) avoided(node gen.Atom, now time.Time) bool {
-	a, ok := c.handover.avoid[node]
+	a, ok := c.few().handover.avoid[node]
 	return ok && now.Before(a.until)
 }
 

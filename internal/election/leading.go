@@ -168,10 +168,10 @@ func (c *Core) ackMsg(now time.Time) MessageHeartbeatAck {
 // timeouts and doubles with each consecutive denial, as a failed handover
 // target is avoided.
 func (c *Core) declines(now time.Time) bool {
-	if c.denials == 0 {
+	if c.few().denials == 0 {
 		return false
 	}
-	return now.Sub(c.clock.time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.denials-1, maxAvoidShift)
+	return now.Sub(c.clock.time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.few().denials-1, maxAvoidShift)
 }
 
 // onHeartbeatAck records which view a member acknowledged, and a second
@@ -278,7 +278,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 // known to have ended (those are removed first, so a leader never publishes
 // with fewer live members than the view claims).
 func (c *Core) publishable() bool {
-	if c.role != RoleLeader || c.storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize ||
+	if c.role != RoleLeader || c.few().storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize ||
 		!c.lead.committedInTerm || c.committed.Term != c.term {
 		return false
 	}
@@ -298,7 +298,7 @@ func (c *Core) maybeConfirm() {
 		return
 	}
 	if l.visible {
-		if c.storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize {
+		if c.few().storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize {
 			l.visible = false
 		}
 		return
@@ -316,7 +316,9 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 	}
 	c.lead.awaitingConfirm = false
 	if granted && err == nil {
-		c.denials = 0
+		if c.rare != nil {
+			c.rare.denials = 0
+		}
 		c.lead.visible = true
 		return
 	}
@@ -328,11 +330,12 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 func (c *Core) deny(now time.Time, err error) {
 	c.stats.confirmDenied++
 	c.stats.lastDeniedAt = c.clock.at(now)
-	c.lastDenied = err
-	c.denials++
+	r := c.more()
+	r.lastDenied = err
+	r.denials++
 	c.becomeFollower(now, gen.PID{})
 	if c.mayCampaign() {
-		c.armElectionAfter(now, c.electionTimeout()+c.cfg.ElectionTimeoutMin<<min(c.denials-1, maxBackoffShift))
+		c.armElectionAfter(now, c.electionTimeout()+c.cfg.ElectionTimeoutMin<<min(r.denials-1, maxBackoffShift))
 	}
 }
 

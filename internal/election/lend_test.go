@@ -15,7 +15,7 @@ func TestLentRoomHoldsTheReady(t *testing.T) {
 	c := nw.makeLeader(1).core
 	now := nw.now
 	tick := func() {
-		c.Tick(now, Timer{Kind: TimerHeartbeat, Gen: c.timers[TimerHeartbeat].gen})
+		c.Tick(now, Timer{Kind: TimerHeartbeat, Gen: c.timers[TimerHeartbeat]})
 	}
 	var (
 		messages = make([]Outbound, 8)

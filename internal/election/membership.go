@@ -24,7 +24,7 @@ import (
 //     holds nothing agreed, or, once agreed, only if it includes this member
 //     and this member would switch to it (wouldSwitch).
 func (c *Core) acceptView(now time.Time, v *View, fromLeader bool) bool {
-	if c.role == RoleLeader || c.fatal != nil {
+	if c.role == RoleLeader || c.few().fatal != nil {
 		return false
 	}
 	mine := c.view
@@ -98,7 +98,7 @@ func (c *Core) install(v *View, reason string) {
 // stop ends this member's part in the election after a state the rules rule
 // out; it reports the error once and then ignores every input.
 func (c *Core) stop(err error) {
-	c.fatal = err
+	c.more().fatal = err
 	c.camp = nil
 	c.lead = nil
 	c.role = RoleFollower
@@ -521,10 +521,10 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 // purpose, so it is never automatic.
 func (c *Core) reform(now time.Time) (*View, error) {
 	switch {
-	case c.fatal != nil:
-		return nil, fmt.Errorf("election: re-form: this member stopped: %w", c.fatal)
-	case c.storageErr != nil:
-		return nil, fmt.Errorf("election: re-form: durable state cannot be written (%v): %w", c.storageErr, gen.ErrNotAllowed)
+	case c.few().fatal != nil:
+		return nil, fmt.Errorf("election: re-form: this member stopped: %w", c.few().fatal)
+	case c.few().storageErr != nil:
+		return nil, fmt.Errorf("election: re-form: durable state cannot be written (%v): %w", c.few().storageErr, gen.ErrNotAllowed)
 	case c.term >= lastTerm:
 		return nil, fmt.Errorf("election: re-form: term %d cannot be incremented: %w", c.term, gen.ErrNotAllowed)
 	case c.role == RoleLeader && c.lead.visible:

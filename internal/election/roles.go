@@ -73,10 +73,10 @@ func (c *Core) visibleRole() Role {
 func (c *Core) below() string {
 	min := c.cfg.MinClusterSize
 	switch {
-	case c.fatal != nil:
-		return fmt.Sprintf("stopped: %v", c.fatal)
-	case c.storageErr != nil:
-		return fmt.Sprintf("durable state cannot be written: %v", c.storageErr)
+	case c.few().fatal != nil:
+		return fmt.Sprintf("stopped: %v", c.few().fatal)
+	case c.few().storageErr != nil:
+		return fmt.Sprintf("durable state cannot be written: %v", c.few().storageErr)
 	case c.joining() && !c.agreed():
 		return fmt.Sprintf("outside the agreed view of lineage %s, asking its leader to be admitted", c.out().stamp.Lineage)
 	case c.view == nil && c.declaredCount() < min:
@@ -100,7 +100,7 @@ func (c *Core) below() string {
 func (c *Core) publish(now time.Time) {
 	c.maybeConfirm()
 	c.judgeHandover(now)
-	if c.role != RoleLeader && c.timers[TimerElection].armed != c.mayCampaign() {
+	if c.role != RoleLeader && c.armed[TimerElection] != c.mayCampaign() {
 		c.armCampaign(now)
 	}
 	role, prev := c.visibleRole(), c.reported

@@ -46,9 +46,9 @@ func (sa *SteadyAnswer) Answers(from gen.PID, m *MessageHeartbeat) bool {
 // would have to re-arm. Stepping the heartbeat leaves the answer as it was,
 // so any number of them can be answered ahead and stepped later.
 func (c *Core) SteadyAnswer(now time.Time) (SteadyAnswer, bool) {
-	if c.role != RoleFollower || c.leader == (gen.PID{}) || c.fatal != nil || c.storageErr != nil ||
+	if c.role != RoleFollower || c.leader == (gen.PID{}) || c.few().fatal != nil || c.few().storageErr != nil ||
 		c.view == nil || c.camp != nil || c.next != (nextCampaign{}) ||
-		!c.electionLazy || !c.timers[TimerElection].armed || c.declines(now) {
+		!c.electionLazy || !c.armed[TimerElection] || c.declines(now) {
 		return SteadyAnswer{}, false
 	}
 	p := c.peers.get(c.leader.Node)

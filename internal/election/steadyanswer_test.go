@@ -168,7 +168,7 @@ func TestSteadyAnswerDoesNotHoldBeforeItWasGiven(t *testing.T) {
 	// f was denied leadership once, long enough ago that its decline
 	// period ends exactly now.
 	period := avoidTimeouts * f.core.cfg.ElectionTimeoutMax
-	f.core.denials, f.core.stats.lastDeniedAt = 1, f.core.clock.at(nw.now.Add(-period))
+	f.core.more().denials, f.core.stats.lastDeniedAt = 1, f.core.clock.at(nw.now.Add(-period))
 	published := nw.now
 	sa, ok := f.core.SteadyAnswer(published)
 	require.True(t, ok)

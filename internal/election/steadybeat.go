@@ -91,9 +91,9 @@ type TakenAcks struct {
 // a list it returned.
 func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool) {
 	l := c.lead
-	if c.role != RoleLeader || l == nil || c.fatal != nil || c.storageErr != nil || c.view == nil ||
+	if c.role != RoleLeader || l == nil || c.few().fatal != nil || c.few().storageErr != nil || c.view == nil ||
 		!l.visible || l.awaitingConfirm || !l.committedInTerm || !c.agreed() || c.committed != c.view.Stamp.Key ||
-		l.change != "" || len(l.adds) > 0 || len(l.removes) > 0 || len(c.removals) > 0 || c.handover.target != "" {
+		l.change != "" || len(l.adds) > 0 || len(l.removes) > 0 || len(c.removals) > 0 || c.few().handover.target != "" {
 		return SteadyBeat{}, false
 	}
 	window := c.cfg.evidenceWindow()

@@ -292,7 +292,7 @@ func sameState(a, b *Core) bool {
 	x.cfg, y.cfg = Config{}, Config{}
 	x.store, y.store = nil, nil
 	for k := range x.timers {
-		x.timers[k].gen, y.timers[k].gen = 0, 0
+		x.timers[k], y.timers[k] = 0, 0
 	}
 	return reflect.DeepEqual(x, y)
 }

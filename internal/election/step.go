@@ -13,7 +13,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	case !ok:
 		c.drop(dropUnknownMessage)
 		return
-	case c.fatal != nil:
+	case c.few().fatal != nil:
 		c.drop(dropFatal)
 		return
 	case h.ClusterID != c.cfg.ClusterID:
@@ -37,7 +37,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	case c.isWithdrawn(from.Node, now):
 		c.drop(dropWithdrawn)
 		return
-	case c.storageErr != nil:
+	case c.few().storageErr != nil:
 		c.drop(dropStorage)
 		return
 	}

@@ -11,8 +11,8 @@ import (
 // nothing, leads nothing and ignores protocol messages, and it asks the
 // shell to write its state again every ElectionTimeoutMax.
 func (c *Core) storageFailed(now time.Time, err error) {
-	first := c.storageErr == nil
-	c.storageErr = err
+	first := c.few().storageErr == nil
+	c.more().storageErr = err
 	if first {
 		c.camp = nil
 		if c.role == RoleLeader {
@@ -28,7 +28,7 @@ func (c *Core) storageFailed(now time.Time, err error) {
 
 // onStorageTick asks the shell to write the state again.
 func (c *Core) onStorageTick() {
-	if c.storageErr == nil {
+	if c.few().storageErr == nil {
 		return
 	}
 	c.hardDirty = true
@@ -37,10 +37,10 @@ func (c *Core) onStorageTick() {
 
 // storageRecovered ends the failed state once a write succeeded.
 func (c *Core) storageRecovered(now time.Time) {
-	if c.storageErr == nil {
+	if c.few().storageErr == nil {
 		return
 	}
-	c.storageErr = nil
+	c.rare.storageErr = nil
 	c.disarm(TimerStorage)
 	c.armCampaign(now)
 }

@@ -7,29 +7,21 @@ import (
 	"github.com/regent-go/regent/gen"
 )
 
-// timerState is the current arming of one TimerKind.
-type timerState struct {
-	gen   uint64
-	armed bool
-}
-
 // arm (re)arms kind to fire after d; any earlier arming becomes stale.
 func (c *Core) arm(kind TimerKind, d time.Duration) {
-	t := &c.timers[kind]
-	t.gen++
-	t.armed = true
-	c.ready.Timers = append(c.ready.Timers, TimerOp{Timer: Timer{Kind: kind, Gen: t.gen}, After: d})
+	c.timers[kind]++
+	c.armed[kind] = true
+	c.ready.Timers = append(c.ready.Timers, TimerOp{Timer: Timer{Kind: kind, Gen: c.timers[kind]}, After: d})
 }
 
 // disarm cancels kind if armed.
 func (c *Core) disarm(kind TimerKind) {
-	t := &c.timers[kind]
-	if !t.armed {
+	if !c.armed[kind] {
 		return
 	}
-	c.ready.Timers = append(c.ready.Timers, TimerOp{Timer: Timer{Kind: kind, Gen: t.gen}, Cancel: true})
-	t.gen++
-	t.armed = false
+	c.ready.Timers = append(c.ready.Timers, TimerOp{Timer: Timer{Kind: kind, Gen: c.timers[kind]}, Cancel: true})
+	c.timers[kind]++
+	c.armed[kind] = false
 }
 
 // fire reports whether t is the current arming of its kind, and disarms it.
@@ -37,11 +29,10 @@ func (c *Core) fire(t Timer) bool {
 	if t.Kind < 0 || t.Kind >= timerKinds {
 		return false
 	}
-	s := &c.timers[t.Kind]
-	if !s.armed || s.gen != t.Gen {
+	if !c.armed[t.Kind] || c.timers[t.Kind] != t.Gen {
 		return false
 	}
-	s.armed = false
+	c.armed[t.Kind] = false
 	return true
 }
 
@@ -76,7 +67,7 @@ func (c *Core) armElectionAfter(now time.Time, d time.Duration) {
 // touchElection restarts the election timeout from now: on a heartbeat from
 // the leader or a granted vote.
 func (c *Core) touchElection(now time.Time) {
-	if c.electionLazy && c.timers[TimerElection].armed {
+	if c.electionLazy && c.armed[TimerElection] {
 		c.electionStart = c.clock.at(now)
 		return
 	}
@@ -104,7 +95,7 @@ func (c *Core) armProbe() {
 	case !c.needsProbe():
 		c.disarm(TimerProbe)
 		c.probeBackoff = 0
-	case !c.timers[TimerProbe].armed:
+	case !c.armed[TimerProbe]:
 		c.arm(TimerProbe, c.probeInterval()<<c.probeBackoff)
 	}
 }
