@@ -106,6 +106,10 @@ type NetworkStats struct {
 	// write, so FramesOut/Writes is the average number of frames per
 	// write: above 1 when sends arrive faster than one write takes.
 	Writes uint64
+	// DownsDeferred counts the downs of monitors whose watcher let them
+	// wait when the connection to their target's node was lost (see
+	// node.DownDeferrer): each is delivered after its delay, not at once.
+	DownsDeferred uint64
 	// HandshakesRejected counts connections, accepted or dialled, that
 	// ended before or during the handshake (a node stopping ends its own
 	// handshakes without counting them). Rejected breaks it down by reason.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/regent-go/regent/act"
@@ -64,8 +65,10 @@ type Actor struct {
 	// not: a reminder follows once a minute.
 	unclusteredWarned time.Duration
 	// reported is the role, term and leader last reported to OnTransition
-	// and subscribers; nil before the first report.
-	reported *transitionState
+	// and subscribers; nil before the first report. The runtime reads it
+	// from its own goroutine (DownDelayOnLoss): a report stores a new one,
+	// never changing the last.
+	reported atomic.Pointer[transitionState]
 
 	// The flags, together so that they share one word: with the fields
 	// above, an Actor is 832 bytes, so that one embedded with Options fits

@@ -71,14 +71,12 @@ type transitionState struct {
 func (a *Actor) reportTransition() {
 	view, _ := a.core.View()
 	cur := transitionState{role: a.core.Role(), term: a.core.Term(), leader: a.core.Leader(), protocol: a.core.IsProtocolLeader(), view: view.Stamp}
-	if a.reported != nil && *a.reported == cur {
+	last := a.reported.Load()
+	if last != nil && *last == cur {
 		return
 	}
-	leaderChanged := a.reported == nil || a.reported.term != cur.term || a.reported.leader != cur.leader
-	if a.reported == nil {
-		a.reported = new(transitionState) // one for the actor's life, not one per report
-	}
-	*a.reported = cur
+	leaderChanged := last == nil || last.term != cur.term || last.leader != cur.leader
+	a.reported.Store(&cur) // a new one per change: the runtime may be reading the last (DownDelayOnLoss)
 	if a.options.OnTransition != nil {
 		view.Members = slices.Clone(view.Members) // the core's are shared: the user may change these
 		a.options.OnTransition(Transition{

@@ -20,7 +20,7 @@ func (a *Actor) flush() {
 	// The core reports every change of role, term or recognised leader with
 	// an effect or a new HardState; without either there is nothing new to
 	// report.
-	changed := a.reported == nil
+	changed := a.reported.Load() == nil
 	for a.few().fatal == nil && a.core.HasReady() {
 		rd := a.core.Ready()
 		changed = changed || rd.HardState != nil || len(rd.Effects) > 0
@@ -58,7 +58,7 @@ func (a *Actor) flush() {
 // unclustered has no leader: a member sitting below the floor says so at the
 // default log level rather than once, long ago.
 func (a *Actor) remindUnclustered() {
-	if a.reported == nil || a.reported.role != election.RoleUnclustered {
+	if r := a.reported.Load(); r == nil || r.role != election.RoleUnclustered {
 		a.unclusteredWarned = 0
 		return
 	}

@@ -75,6 +75,14 @@
 //     the host of the node name. Every refusal is counted in
 //     Network().Stats(); repeated failures are logged within a budget per
 //     kind (5 lines per 10 s), not once each.
+//  10. When a connection is lost, every watcher of a process there learns
+//     it at once with gen.ErrNoConnection, except the monitors of a process
+//     whose behavior implements DownDeferrer and asks for a delay for that
+//     node: their downs come after it (counted in
+//     Network().Stats().DownsDeferred). Links, pending Calls and the death
+//     of a process on a node still connected are never held. Election
+//     members use it so that, when a node hosting members of thousands of
+//     clusters is lost, the followers whose leader was there run first.
 //
 // Inside, a process target (the `to` of Send and Call, the target of Link
 // and Monitor) is decoded once, at the public method, into a target value

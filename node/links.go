@@ -339,9 +339,7 @@ func (r *relations) nodeUnreachable(name gen.Atom, reason error) {
 		r.removeLocked(e.target, e.w)
 	}
 	r.mu.Unlock()
-	for _, e := range fired {
-		r.node.notify(e.target, e.w, reason)
-	}
+	r.node.notifyLost(name, fired, reason)
 }
 
 // notify tells watcher w that t ended with reason, locally or through the

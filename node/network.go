@@ -94,6 +94,7 @@ type network struct {
 	logs *limitedLog // the network's repeated-failure log lines
 
 	framesIn, framesOut, bytesIn, bytesOut, writes, rejected atomic.Uint64
+	downsDeferred                                            atomic.Uint64
 	countMu                                                  sync.Mutex // guards dropped and rejectedBy; taken last
 	dropped                                                  map[string]uint64
 	rejectedBy                                               map[string]uint64
@@ -268,6 +269,7 @@ func (nw *network) Stats() gen.NetworkStats {
 		BytesOut:           nw.bytesOut.Load(),
 		Writes:             nw.writes.Load(),
 		HandshakesRejected: nw.rejected.Load(),
+		DownsDeferred:      nw.downsDeferred.Load(),
 		Dropped:            make(map[string]uint64),
 		Rejected:           make(map[string]uint64),
 	}

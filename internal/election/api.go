@@ -214,6 +214,12 @@ func (c *Core) SetCampaign(now time.Time, allowed bool) {
 	c.publish(now)
 }
 
+// ElectionTimeouts is the configured range of the randomised election
+// timeout, ElectionTimeoutMin and ElectionTimeoutMax.
+func (c *Core) ElectionTimeouts() (least, most time.Duration) {
+	return c.cfg.ElectionTimeoutMin, c.cfg.ElectionTimeoutMax
+}
+
 // ElectionDue is when the election timer is due as the core sees it now, and
 // whether it is armed. A heartbeat from the leader moves it later without a
 // TimerOp (a firing before it re-arms for the rest), so a shell that checks

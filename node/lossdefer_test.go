@@ -1,0 +1,99 @@
+package node_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+)
+
+// holdingProbe is a probe whose monitors' downs may wait hold when the
+// connection to the node of target's process is lost (node.DownDeferrer).
+type holdingProbe struct {
+	probe
+	hold func(lost gen.Atom) time.Duration
+}
+
+func (h *holdingProbe) DownDelayOnLoss(lost gen.Atom) time.Duration { return h.hold(lost) }
+
+func spawnHolding(t *testing.T, n gen.Node, c *probeConfig, hold func(lost gen.Atom) time.Duration) gen.PID {
+	t.Helper()
+	pid, err := n.Spawn(func() gen.ProcessBehavior { return &holdingProbe{probe: probe{cfg: c}, hold: hold} }, gen.ProcessOptions{})
+	require.NoError(t, err)
+	return pid
+}
+
+func holdFor(d time.Duration) func(gen.Atom) time.Duration {
+	return func(gen.Atom) time.Duration { return d }
+}
+
+// A watcher whose behavior lets its downs wait gets them after its delay
+// when the connection drops, the others at once; links and a delay of zero
+// are never held; the held downs are counted in NetworkStats.DownsDeferred.
+func TestDownsOfALostNodeWaitWhenTheWatcherLetsThem(t *testing.T) {
+	a, b := pair(t)
+	target := spawnProbe(t, b, newProbe())
+	monitor := func(p *probe, args ...any) error { return p.Monitor(target) }
+
+	eager := newProbe()
+	eager.onInit = monitor
+	spawnProbe(t, a, eager)
+	zero := newProbe()
+	zero.onInit = monitor
+	spawnHolding(t, a, zero, holdFor(0))
+	short := newProbe()
+	short.onInit = monitor
+	spawnHolding(t, a, short, holdFor(50*time.Millisecond))
+	long := newProbe()
+	long.onInit = monitor
+	spawnHolding(t, a, long, holdFor(time.Hour))
+	otherNode := newProbe()
+	otherNode.onInit = monitor
+	spawnHolding(t, a, otherNode, func(lost gen.Atom) time.Duration {
+		if lost == b.Name() {
+			return 0 // the loss of this node matters to it: not held
+		}
+		return time.Hour
+	})
+	linked := newProbe()
+	linked.onInit = func(p *probe, args ...any) error { return p.Link(target) }
+	spawnHolding(t, a, linked, holdFor(time.Hour))
+	watchRecorded(t, a, target)
+
+	b.StopForce()
+	for name, c := range map[string]*probeConfig{"no DownDeferrer": eager, "a delay of zero": zero, "not held for this node": otherNode, "held 50ms": short} {
+		down, ok := c.next(t).(gen.MessageDownPID)
+		require.True(t, ok, name)
+		assert.Equal(t, target, down.PID, name)
+		assert.ErrorIs(t, down.Reason, gen.ErrNoConnection, name)
+	}
+	assert.ErrorIs(t, linked.reason(t), gen.ErrNoConnection, "a link is never held: its process ends at once")
+	select {
+	case m := <-long.messages:
+		t.Fatalf("a down held for an hour arrived: %v", m)
+	default:
+	}
+	assert.Equal(t, uint64(2), a.Network().Stats().DownsDeferred, "the 50ms and the one-hour holds")
+}
+
+// A node that stops with downs still held ends their timers: nothing of
+// them outlives it (goleak checks every test of this package).
+func TestHeldDownsEndWithTheirNode(t *testing.T) {
+	a, b := pair(t)
+	target := spawnProbe(t, b, newProbe())
+	long := newProbe()
+	long.onInit = func(p *probe, args ...any) error { return p.Monitor(target) }
+	spawnHolding(t, a, long, holdFor(time.Hour))
+	watchRecorded(t, a, target)
+	b.StopForce()
+	require.Eventually(t, func() bool { return a.Network().Stats().DownsDeferred == 1 }, wait, 5*time.Millisecond)
+	a.Stop()
+	select {
+	case m := <-long.messages:
+		t.Fatalf("a held down arrived: %v", m)
+	default:
+	}
+}
