@@ -252,6 +252,13 @@ func TestBench(t *testing.T) {
 		assert.Equal(t, 2, rows[0].FailoverAlone.N)
 		assert.Positive(t, rows[0].NodeDownCPU, "the survivors' CPU with the node down")
 		assert.Len(t, rows[0].OthersReElected, 2, "the clusters the loss did not touch, counted per kill")
+		assert.Positive(t, rows[0].FailoverCPU, "the CPU a failover cost")
+		assert.Positive(t, rows[0].FailoverWork, "the time half the failovers need at that cost")
+	})
+	t.Run("the p50 work is half a trial's failovers at their cost each, spread over the CPUs", func(t *testing.T) {
+		per, half := failoverWork([]killWork{{hit: 5, cpu: 10 * time.Millisecond}, {hit: 0, cpu: time.Millisecond}}, 2)
+		assert.Equal(t, 2*time.Millisecond, per, "10 ms over 5 failovers; a trial that hit nothing is left out")
+		assert.Equal(t, 3*time.Millisecond, half, "3 of the 5 failovers at 2 ms each on 2 CPUs")
 	})
 	t.Run("scale runs with the timings it is given", func(t *testing.T) {
 		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "500ms", "--json",

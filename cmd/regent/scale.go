@@ -128,6 +128,16 @@ type scaleRow struct {
 	// down: what losing a node costs the survivors while its members stay
 	// in the views (GhostTTL).
 	NodeDownCPU float64 `json:"node_down_cpu_share,omitempty"`
+	// FailoverCPU is, for node-kill, the process's CPU from the kill until
+	// every cluster that lost its leader had a new one, per such cluster
+	// (median over the trials): what a failover costs among all the
+	// others, its share of the loss's other work included.
+	FailoverCPU time.Duration `json:"failover_cpu_per_failover_ns,omitempty"`
+	// FailoverWork is, for node-kill, the median over the trials of the
+	// time the process's CPUs need for half the trial's failovers at
+	// FailoverCPU each: ceil(hit/2) × FailoverCPU / GOMAXPROCS. A median
+	// failover below it takes a cheaper failover, not a better order.
+	FailoverWork time.Duration `json:"failover_work_p50_ns,omitempty"`
 	// OthersReElected is, for each node-kill trial, how many clusters whose
 	// leader was elsewhere had a new term by the time elections had stopped:
 	// what the loss cost the clusters it did not touch (0 is the target).
@@ -271,7 +281,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	nodeKill := cfg.failoverCase == "node-kill" && cfg.failovers > 0
 	downColumn := ""
 	if nodeKill {
-		downColumn = "CPU % node down\tothers re-elected per kill\t"
+		downColumn = "CPU ms per failover\tp50 work ms\tCPU % node down\tothers re-elected per kill\t"
 	}
 	fmt.Fprintln(tw, "clusters\tcoalescing\tall leaders ms\tsettled ms\tCPU % of a core\tfloor %\tCPU µs/s per cluster\tmsgs/s per member\tframes/s per pair\tKB/s per pair\theap B/member\tcampaigns/min\t"+stallColumn+"failover p50/p99 ms\talone p50/p99 ms\t"+downColumn)
 	for _, r := range rows {
@@ -305,9 +315,14 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		}
 		down := ""
 		if nodeKill {
-			down = "-\t"
+			down = "-\t-\t"
+			if r.FailoverCPU > 0 {
+				down = fmt.Sprintf("%.2f\t%s\t", float64(r.FailoverCPU)/1e6, ms(r.FailoverWork))
+			}
 			if r.NodeDownCPU > 0 {
-				down = fmt.Sprintf("%.1f\t", 100*r.NodeDownCPU)
+				down += fmt.Sprintf("%.1f\t", 100*r.NodeDownCPU)
+			} else {
+				down += "-\t"
 			}
 			down += othersColumn(r.OthersReElected) + "\t"
 		}
@@ -328,8 +343,11 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 	}
 	if err == nil && nodeKill {
 		_, err = fmt.Fprintf(env.stdout, "CPU node down: the process's CPU over %s once the first node-kill trial's clusters have new leaders, the node still down.\n"+
+			"CPU per failover: the process's CPU from the kill until every cluster that lost its leader had a new one, per such\n"+
+			"cluster. P50 work: the time the process's %d CPUs need for half a trial's failovers at that cost (median over\n"+
+			"the trials); a median failover below it takes a cheaper failover, not a better order.\n"+
 			"Others re-elected: per kill, the clusters led from another node that had a new term once elections stopped\n"+
-			"(mean, max, and in how many kills any); the target is 0.\n", nodeDownSpan)
+			"(mean, max, and in how many kills any); the target is 0.\n", nodeDownSpan, runtime.GOMAXPROCS(0))
 	}
 	return err
 }
@@ -396,6 +414,30 @@ type scaleRun struct {
 	// othersReElected is OthersReElected.
 	nodeDownCPU     float64
 	othersReElected []int
+	// killWork is, per node-kill trial, how many clusters lost their leader
+	// and the process's CPU until all of them had a new one.
+	killWork []killWork
+}
+
+// killWork is one node-kill trial's work: hit clusters lost their leader,
+// and the process spent cpu until every one of them had a new one.
+type killWork struct {
+	hit int
+	cpu time.Duration
+}
+
+// failoverWork is FailoverCPU and FailoverWork of the trials in work, on
+// cores CPUs.
+func failoverWork(work []killWork, cores int) (perFailover, half time.Duration) {
+	var per, halves []time.Duration
+	for _, w := range work {
+		if w.hit > 0 {
+			c := w.cpu / time.Duration(w.hit)
+			per = append(per, c)
+			halves = append(halves, time.Duration((w.hit+1)/2)*c/time.Duration(max(cores, 1)))
+		}
+	}
+	return summarize(per).P50, summarize(halves).P50
 }
 
 // options are member i's of cluster k.
@@ -616,6 +658,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 		}
 		row.NodeDownCPU = s.nodeDownCPU
 		row.OthersReElected = s.othersReElected
+		row.FailoverCPU, row.FailoverWork = failoverWork(s.killWork, runtime.GOMAXPROCS(0))
 	}
 	return row, nil
 }
@@ -842,6 +885,10 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 			others[k] = a.Term
 		}
 	}
+	c0, err := cpuTime()
+	if err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	s.nodes.Kill(victim)
 	for k := range s.recs {
@@ -860,6 +907,11 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	c1, err := cpuTime()
+	if err != nil {
+		return nil, err
+	}
+	s.killWork = append(s.killWork, killWork{hit: len(hit), cpu: c1 - c0})
 	if s.nodeDownCPU == 0 {
 		c0, err := cpuTime()
 		if err != nil {
