@@ -5,30 +5,38 @@ import (
 	"time"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/internal/election"
 )
 
 // When the connection to a node drops, the runtime tells every member
 // monitoring a peer there: with thousands of clusters over the same nodes,
 // thousands of downs at once. Only the followers whose leader was there
 // need theirs now (they elect a new one), and the members with no leader
-// (their view of who is alive decides who campaigns). For every other
-// member the lost peer is a follower, whose loss can wait without harm:
-// failure detection may always be late (a partition gives no down at all),
-// and a leader's quorum evidence, not a down, is what ends a leadership
-// that lost its majority. So a member lets the runtime hold those downs
-// back (node.DownDeferrer) for ElectionTimeoutMax to twice that, drawn at
-// random for each, so that they come spread out, after the elections they
-// would have slowed.
+// (their view of who is alive decides who campaigns). For a follower whose
+// leader lives elsewhere, the lost peer is another follower, whose loss can
+// wait without harm: failure detection may always be late (a partition
+// gives no down at all), and what a follower does with a peer's down (the
+// peer becomes a ghost, dropped after GhostTTL by a leader) waits with it.
+// So such a follower lets the runtime hold those downs back
+// (node.DownDeferrer) for ElectionTimeoutMax to twice that, drawn at random
+// for each, so that they come spread out, after the elections they would
+// have slowed; the runtime delivers them at once if the connection comes
+// back first.
+//
+// A leader holds nothing back: its quorum evidence may count a send to a
+// peer as contact until that peer's down (EvidenceContact), and a hand-over
+// must not pick a peer it has lost.
 
 // DownDelayOnLoss implements node.DownDeferrer: how long the downs of this
 // member's peers on node lost may wait when the connection to it drops.
-// Zero when the member follows a leader there, or none (a candidate, a
-// member between leaders, one that has not reported yet). The runtime calls
-// it from its own goroutine: it reads only what the actor published with
-// its last report (reportTransition) and the core's fixed settings.
+// Zero unless the member follows a leader on another node: not for a
+// leader (visible or not), a candidate, a member between leaders or one
+// that has not reported yet. The runtime calls it from its own goroutine:
+// it reads only what the actor published with its last report
+// (reportTransition) and the core's fixed settings.
 func (a *Actor) DownDelayOnLoss(lost gen.Atom) time.Duration {
 	r := a.reported.Load()
-	if r == nil || r.leader == (gen.PID{}) || r.leader.Node == lost {
+	if r == nil || r.protocol || r.role != election.RoleFollower || r.leader == (gen.PID{}) || r.leader.Node == lost {
 		return 0
 	}
 	_, most := a.core.ElectionTimeouts()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 )
 
@@ -20,10 +21,11 @@ func (c *testCluster) heldDowns(members []int) uint64 {
 	return sum
 }
 
-// A member lets the runtime hold back the downs of a lost node only when
-// that node is not its leader's and it has a leader: a follower learns at
-// once that its leader's node is gone, and for a while later that another
-// follower's is.
+// Rule "A peer going down is handled by reason", with the runtime holding
+// back what can wait: only a follower lets the downs of a lost node wait,
+// and only when its leader is elsewhere. A follower learns at once that its
+// leader's node is gone, and a while later that another follower's is; a
+// leader learns everything at once.
 func TestDownDelayOnLossHoldsOnlyWhatCanWait(t *testing.T) {
 	members := make([]*member, 3)
 	c := newCluster(t, 3, defaults, func(i int, m *member) { members[i] = m })
@@ -38,26 +40,32 @@ func TestDownDelayOnLossHoldsOnlyWhatCanWait(t *testing.T) {
 				continue
 			}
 			d := m.DownDelayOnLoss(n.Name())
-			if i != leaderIdx && j == leaderIdx {
+			switch {
+			case i == leaderIdx:
+				assert.Zero(t, d, "member %d leads: it holds nothing back", i)
+			case j == leaderIdx:
 				assert.Zero(t, d, "member %d follows the leader on node %d", i, j)
-			} else {
+			default:
 				assert.True(t, held(d), "member %d, node %d: %v not in [%v, %v)", i, j, d, most, 2*most)
 			}
 		}
 	}
 }
 
-// A node's loss holds back what changes nothing urgent: when a follower's
-// node is lost, the other members learn of it later (each down counted in
-// DownsDeferred), and the leader keeps leading at its term.
+// Rule "A peer going down is handled by reason": a node's loss holds back
+// what changes nothing urgent. When a follower's node is lost, the other
+// followers learn of it later (each down counted in DownsDeferred), the
+// leader at once, and the leader keeps leading at its term.
 func TestLosingAFollowersNodeHoldsBackItsDowns(t *testing.T) {
 	c := newCluster(t, 5, defaults)
 	leaderIdx, term := c.waitOneLeader(all(5))
 	lost := (leaderIdx + 1) % 5
 	c.nodes[lost].StopForce()
 	survivors := without(all(5), lost)
-	require.Eventually(t, func() bool { return c.heldDowns(survivors) == uint64(len(survivors)) }, settle, poll,
-		"every survivor monitored the lost member; each down is held")
+	followers := without(survivors, leaderIdx)
+	require.Eventually(t, func() bool { return c.heldDowns(followers) == uint64(len(followers)) }, settle, poll,
+		"every surviving follower monitored the lost member; each down is held")
+	assert.Zero(t, c.heldDowns([]int{leaderIdx}), "the leader holds nothing back")
 	for _, i := range survivors {
 		require.Eventually(t, func() bool {
 			return strings.Contains(c.inspect(i, "ergo:unreachable")["ergo:unreachable"], string(c.nodes[lost].Name()))
@@ -68,8 +76,9 @@ func TestLosingAFollowersNodeHoldsBackItsDowns(t *testing.T) {
 	assert.Equal(t, term, termAgain)
 }
 
-// When the leader's node is lost, nothing is held back: every follower
-// needs the news at once to elect a new leader.
+// Rule "A peer going down is handled by reason": when the leader's node is
+// lost, nothing is held back; every follower needs the news at once to
+// elect a new leader.
 func TestLosingTheLeadersNodeHoldsNothingBack(t *testing.T) {
 	c := newCluster(t, 5, defaults)
 	leaderIdx, _ := c.waitOneLeader(all(5))
@@ -78,4 +87,43 @@ func TestLosingTheLeadersNodeHoldsNothingBack(t *testing.T) {
 	again, _ := c.waitOneLeader(survivors)
 	assert.NotEqual(t, leaderIdx, again)
 	assert.Zero(t, c.heldDowns(survivors))
+}
+
+// Rule "A leader that loses contact steps down by itself": a leader cut off
+// from every peer holds none of their downs back, so under EvidenceContact,
+// where a send counts as contact until the peer's down, nothing keeps its
+// evidence alive, and it steps down while the others elect.
+func TestALeaderCutOffHoldsNoDownBack(t *testing.T) {
+	c := newCluster(t, 3, func(int) leader.Options { return leader.Options{ClusterID: "test", Evidence: leader.EvidenceContact} })
+	leaderIdx, _ := c.waitOneLeader(all(3))
+	others := without(all(3), leaderIdx)
+	for _, o := range others {
+		// No route back: the leader's sends to them find no connection.
+		require.NoError(t, c.nodes[leaderIdx].Network().RemoveRoute(c.nodes[o].Name()))
+		require.NoError(t, c.nodes[o].Network().RemoveRoute(c.nodes[leaderIdx].Name()))
+	}
+	for _, o := range others {
+		require.NoError(t, c.nodes[leaderIdx].Network().Disconnect(c.nodes[o].Name()))
+	}
+	require.Eventually(t, func() bool { return len(c.leaders([]int{leaderIdx})) == 0 }, settle, poll, "the cut-off leader steps down")
+	c.waitOneLeader(others)
+	assert.Zero(t, c.heldDowns([]int{leaderIdx}), "a leader holds nothing back")
+}
+
+// API Methods (TransferLeadership): a leader refuses to hand over to a
+// member whose node it has lost, as soon as it has learnt of the loss: it
+// holds no down back.
+func TestTransferToALostNodeIsRefused(t *testing.T) {
+	c := newCluster(t, 3, func(int) leader.Options {
+		return leader.Options{ClusterID: "test", ElectionTimeoutMin: 1000, ElectionTimeoutMax: 2000, HeartbeatInterval: 100}
+	})
+	leaderIdx, _ := c.waitOneLeader(all(3))
+	lost := (leaderIdx + 1) % 3
+	c.nodes[lost].StopForce()
+	require.Eventually(t, func() bool {
+		return strings.Contains(c.inspect(leaderIdx, "ergo:unreachable")["ergo:unreachable"], string(c.nodes[lost].Name()))
+	}, settle, poll, "the leader learns of the loss")
+	err := leader.TransferLeadershipTo(c.nodes[leaderIdx], c.pids[leaderIdx], c.nodes[lost].Name())
+	require.ErrorIs(t, err, gen.ErrNotAllowed)
+	assert.Zero(t, c.heldDowns([]int{leaderIdx}), "the leader learnt of the loss at once")
 }

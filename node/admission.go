@@ -248,6 +248,9 @@ func (nw *network) register(c *connection, d *dialAttempt) error {
 	failedDials := nw.backoff[name].failures
 	delete(nw.backoff, name) // connected, whichever side dialled: no more waiting
 
+	// The downs held since the last connection to name was lost go first:
+	// nothing c carries may overtake them.
+	nw.node.releaseHeld(name)
 	nw.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()

@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -37,40 +38,114 @@ type heldDown struct {
 	after time.Duration
 }
 
+// heldBatch is the downs one lost connection let wait, in order of their
+// delays; release delivers the due ones, and a new connection to the same
+// node all of them first (releaseHeld).
+type heldBatch struct {
+	lost   gen.Atom
+	reason error
+	start  time.Time
+	mu     sync.Mutex // guards downs
+	downs  []heldDown // not yet delivered
+}
+
+// heldDowns are a node's batches by lost node.
+type heldDowns struct {
+	mu      sync.Mutex // guards batches; taken before a batch's mu, never after
+	batches map[gen.Atom][]*heldBatch
+}
+
 // notifyLost tells the watchers in fired that their targets' node lost is
 // unreachable, for reason: at once, except the monitors whose process lets
-// its downs wait (DownDeferrer), which are told in order of their delays.
+// its downs wait (DownDeferrer), which are told in order of their delays,
+// or all at once when a connection to lost is made again, before anything
+// it carries is delivered: a down never arrives after a message from the
+// connection that followed the one it reports lost.
 func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
-	var held []heldDown
+	var downs []heldDown
 	for _, e := range fired {
 		if d := n.lossDelay(lost, e.w); d > 0 {
-			held = append(held, heldDown{e, d})
+			downs = append(downs, heldDown{e, d})
 			continue
 		}
 		n.notify(e.target, e.w, reason)
 	}
-	if len(held) == 0 {
+	if len(downs) == 0 {
 		return
 	}
-	n.net.downsDeferred.Add(uint64(len(held)))
-	slices.SortStableFunc(held, func(a, b heldDown) int { return cmp.Compare(a.after, b.after) })
-	start := time.Now()
-	var release func()
-	release = func() {
-		for len(held) > 0 && time.Since(start) >= held[0].after {
-			n.notify(held[0].target, held[0].w, reason)
-			held = held[1:]
-		}
-		if len(held) == 0 {
-			return
-		}
-		if _, err := n.timers.arm(held[0].after-time.Since(start), release); err != nil {
-			// The node is stopping (errTimersStopped): its processes end,
-			// and a down would reach none of them.
-			return
+	n.net.downsDeferred.Add(uint64(len(downs)))
+	slices.SortStableFunc(downs, func(a, b heldDown) int { return cmp.Compare(a.after, b.after) })
+	b := &heldBatch{lost: lost, reason: reason, start: time.Now(), downs: downs}
+	n.held.mu.Lock()
+	if n.held.batches == nil {
+		n.held.batches = make(map[gen.Atom][]*heldBatch)
+	}
+	n.held.batches[lost] = append(n.held.batches[lost], b)
+	n.held.mu.Unlock()
+	n.release(b)
+}
+
+// release delivers b's due downs and arms a timer for the next; a batch
+// with none left leaves the node's list.
+func (n *node) release(b *heldBatch) {
+	b.mu.Lock()
+	i := 0
+	for i < len(b.downs) && time.Since(b.start) >= b.downs[i].after {
+		i++
+	}
+	due := b.downs[:i:i]
+	b.downs = b.downs[i:]
+	left := len(b.downs) > 0
+	var next time.Duration
+	if left {
+		next = b.downs[0].after - time.Since(b.start)
+	}
+	b.mu.Unlock()
+	for _, d := range due {
+		n.notify(d.target, d.w, b.reason)
+	}
+	if !left {
+		n.dropBatch(b)
+		return
+	}
+	if _, err := n.timers.arm(next, func() { n.release(b) }); err != nil {
+		// The node is stopping (errTimersStopped): its processes end, and a
+		// down would reach none of them.
+		n.dropBatch(b)
+	}
+}
+
+// releaseHeld delivers, at once, every down still held for name: a
+// connection to it is being made, and what it carries must come after them.
+func (n *node) releaseHeld(name gen.Atom) {
+	n.held.mu.Lock()
+	batches := n.held.batches[name]
+	delete(n.held.batches, name)
+	n.held.mu.Unlock()
+	for _, b := range batches {
+		b.mu.Lock()
+		downs := b.downs
+		b.downs = nil
+		b.mu.Unlock()
+		for _, d := range downs {
+			n.notify(d.target, d.w, b.reason)
 		}
 	}
-	release()
+}
+
+// dropBatch removes b from the node's list, if it is still there.
+func (n *node) dropBatch(b *heldBatch) {
+	n.held.mu.Lock()
+	defer n.held.mu.Unlock()
+	list := n.held.batches[b.lost]
+	if i := slices.Index(list, b); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(n.held.batches, b.lost)
+	} else {
+		n.held.batches[b.lost] = list
+	}
 }
 
 // lossDelay is how long the down for w may wait when its target's node lost

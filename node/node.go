@@ -41,6 +41,10 @@ type node struct {
 	nextRef atomic.Uint64
 	state   atomic.Int32
 
+	// held are the downs watchers let wait after a lost connection
+	// (lossdefer.go).
+	held heldDowns
+
 	mu    sync.RWMutex // guards procs and names, serializes table's writers, and orders state changes against spawns
 	procs map[uint64]*process
 	names map[gen.Atom]*process
