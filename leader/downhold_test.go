@@ -76,19 +76,6 @@ func TestLosingAFollowersNodeHoldsBackItsDowns(t *testing.T) {
 	assert.Equal(t, term, termAgain)
 }
 
-// Rule "A peer going down is handled by reason": when the leader's node is
-// lost, nothing is held back; every follower needs the news at once to
-// elect a new leader.
-func TestLosingTheLeadersNodeHoldsNothingBack(t *testing.T) {
-	c := newCluster(t, 5, defaults)
-	leaderIdx, _ := c.waitOneLeader(all(5))
-	c.nodes[leaderIdx].StopForce()
-	survivors := without(all(5), leaderIdx)
-	again, _ := c.waitOneLeader(survivors)
-	assert.NotEqual(t, leaderIdx, again)
-	assert.Zero(t, c.heldDowns(survivors))
-}
-
 // Rule "A leader that loses contact steps down by itself": a leader cut off
 // from every peer holds none of their downs back, so under EvidenceContact,
 // where a send counts as contact until the peer's down, nothing keeps its
