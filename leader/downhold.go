@@ -25,18 +25,23 @@ import (
 //
 // A leader holds nothing back: its quorum evidence may count a send to a
 // peer as contact until that peer's down (EvidenceContact), and a hand-over
-// must not pick a peer it has lost.
+// must not pick a peer it has lost. Nor does any member under
+// EvidenceContact: a follower may become leader while its downs are held,
+// and would then count sends to the lost peers as contact until they came.
 
 // DownDelayOnLoss implements node.DownDeferrer: how long the downs of this
 // member's peers on node lost may wait when the connection to it drops.
 // Zero unless the member follows a leader on another node: not for a
-// leader (visible or not), a candidate, a member between leaders or one
-// that has not reported yet. The runtime calls it from its own goroutine:
+// leader (visible or not), a candidate, a member between leaders, one
+// that has not reported yet, or any member under EvidenceContact. The runtime calls it from its own goroutine:
 // it reads only what the actor published with its last report
 // (reportTransition) and the core's fixed settings.
 func (a *Actor) DownDelayOnLoss(lost gen.Atom) time.Duration {
 	r := a.reported.Load()
 	if r == nil || r.protocol || r.role != election.RoleFollower || r.leader == (gen.PID{}) || r.leader.Node == lost {
+		return 0
+	}
+	if a.core.Evidence() == election.EvidenceContact {
 		return 0
 	}
 	_, most := a.core.ElectionTimeouts()

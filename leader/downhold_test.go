@@ -114,3 +114,16 @@ func TestTransferToALostNodeIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, gen.ErrNotAllowed)
 	assert.Zero(t, c.heldDowns([]int{leaderIdx}), "the leader learnt of the loss at once")
 }
+
+// Under EvidenceContact nothing is held back, not even by a follower: it
+// may become leader while the downs wait, and would count sends to the lost
+// peers as contact until they came.
+func TestNoDownIsHeldUnderEvidenceContact(t *testing.T) {
+	members := make([]*member, 3)
+	c := newCluster(t, 3, func(int) leader.Options { return leader.Options{ClusterID: "test", Evidence: leader.EvidenceContact} },
+		func(i int, m *member) { members[i] = m })
+	leaderIdx, _ := c.waitOneLeader(all(3))
+	follower := (leaderIdx + 1) % 3
+	other := (leaderIdx + 2) % 3
+	assert.Zero(t, members[follower].DownDelayOnLoss(c.nodes[other].Name()))
+}

@@ -220,6 +220,9 @@ func (c *Core) ElectionTimeouts() (least, most time.Duration) {
 	return c.cfg.ElectionTimeoutMin, c.cfg.ElectionTimeoutMax
 }
 
+// Evidence is the configured rule for a leader's quorum evidence.
+func (c *Core) Evidence() Evidence { return c.cfg.Evidence }
+
 // ElectionDue is when the election timer is due as the core sees it now, and
 // whether it is armed. A heartbeat from the leader moves it later without a
 // TimerOp (a firing before it re-arms for the rest), so a shell that checks
