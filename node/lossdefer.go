@@ -51,7 +51,7 @@ type heldBatch struct {
 
 // heldDowns are a node's batches by lost node.
 type heldDowns struct {
-	mu      sync.Mutex // guards batches; taken before a batch's mu, never after
+	mu      sync.Mutex // guards batches; taken after the network's mu and before a batch's mu, never the other way
 	batches map[gen.Atom][]*heldBatch
 }
 
@@ -64,7 +64,7 @@ type heldDowns struct {
 func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
 	var downs []heldDown
 	for _, e := range fired {
-		if d := n.lossDelay(lost, e.w); d > 0 {
+		if d := n.lossDelay(lost, e.target, e.w); d > 0 {
 			downs = append(downs, heldDown{e, d})
 			continue
 		}
@@ -73,27 +73,43 @@ func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
 	if len(downs) == 0 {
 		return
 	}
-	n.net.downsDeferred.Add(uint64(len(downs)))
 	slices.SortStableFunc(downs, func(a, b heldDown) int { return cmp.Compare(a.after, b.after) })
 	b := &heldBatch{lost: lost, reason: reason, start: time.Now(), downs: downs}
-	n.held.mu.Lock()
-	if n.held.batches == nil {
-		n.held.batches = make(map[gen.Atom][]*heldBatch)
+	// Under the network's lock, which a new connection's registration
+	// holds from publishing it to starting its reader (releaseHeld): a
+	// connection made since the loss finds the batch, or the batch finds
+	// it and is not held at all.
+	n.net.mu.Lock()
+	back := n.net.existing(lost) != nil
+	if !back {
+		n.held.mu.Lock()
+		if n.held.batches == nil {
+			n.held.batches = make(map[gen.Atom][]*heldBatch)
+		}
+		n.held.batches[lost] = append(n.held.batches[lost], b)
+		n.held.mu.Unlock()
 	}
-	n.held.batches[lost] = append(n.held.batches[lost], b)
-	n.held.mu.Unlock()
+	n.net.mu.Unlock()
+	if back {
+		for _, d := range downs {
+			n.notify(d.target, d.w, reason)
+		}
+		return
+	}
+	n.net.downsDeferred.Add(uint64(len(downs)))
 	n.release(b)
 }
 
 // release delivers b's due downs and arms a timer for the next; a batch
-// with none left leaves the node's list.
+// with none left leaves the node's list. It delivers them under b.mu, so a
+// releaseHeld that takes the rest waits for them to be in their mailboxes.
 func (n *node) release(b *heldBatch) {
 	b.mu.Lock()
 	i := 0
 	for i < len(b.downs) && time.Since(b.start) >= b.downs[i].after {
+		n.notify(b.downs[i].target, b.downs[i].w, b.reason)
 		i++
 	}
-	due := b.downs[:i:i]
 	b.downs = b.downs[i:]
 	left := len(b.downs) > 0
 	var next time.Duration
@@ -101,9 +117,6 @@ func (n *node) release(b *heldBatch) {
 		next = b.downs[0].after - time.Since(b.start)
 	}
 	b.mu.Unlock()
-	for _, d := range due {
-		n.notify(d.target, d.w, b.reason)
-	}
 	if !left {
 		n.dropBatch(b)
 		return
@@ -148,11 +161,11 @@ func (n *node) dropBatch(b *heldBatch) {
 	}
 }
 
-// lossDelay is how long the down for w may wait when its target's node lost
-// is unreachable: 0 unless w is a monitor of a local process, past its
-// ProcessInit, whose behavior lets it wait.
-func (n *node) lossDelay(lost gen.Atom, w watcher) time.Duration {
-	if w.kind != relMonitor {
+// lossDelay is how long the down for t may wait, for w, when its node lost
+// is unreachable: 0 unless w is a monitor of a process (not of a node) by a
+// local process, past its ProcessInit, whose behavior lets it wait.
+func (n *node) lossDelay(lost gen.Atom, t target, w watcher) time.Duration {
+	if w.kind != relMonitor || t.isNode() {
 		return 0
 	}
 	p := n.lookup(w.pid)

@@ -31,8 +31,8 @@ func holdFor(d time.Duration) func(gen.Atom) time.Duration {
 }
 
 // A watcher whose behavior lets its downs wait gets them after its delay
-// when the connection drops, the others at once; links and a delay of zero
-// are never held; the held downs are counted in NetworkStats.DownsDeferred.
+// when the connection drops, the others at once; links, monitors of the
+// node itself and a delay of zero are never held; the held downs are counted in NetworkStats.DownsDeferred.
 func TestDownsOfALostNodeWaitWhenTheWatcherLetsThem(t *testing.T) {
 	a, b := pair(t)
 	target := spawnProbe(t, b, newProbe())
@@ -61,6 +61,9 @@ func TestDownsOfALostNodeWaitWhenTheWatcherLetsThem(t *testing.T) {
 	linked := newProbe()
 	linked.onInit = func(p *probe, args ...any) error { return p.Link(target) }
 	spawnHolding(t, a, linked, holdFor(time.Hour))
+	nodeWatch := newProbe()
+	nodeWatch.onInit = func(p *probe, args ...any) error { return p.Monitor(b.Name()) }
+	spawnHolding(t, a, nodeWatch, holdFor(time.Hour))
 	watchRecorded(t, a, target)
 
 	b.StopForce()
@@ -71,6 +74,8 @@ func TestDownsOfALostNodeWaitWhenTheWatcherLetsThem(t *testing.T) {
 		assert.ErrorIs(t, down.Reason, gen.ErrNoConnection, name)
 	}
 	assert.ErrorIs(t, linked.reason(t), gen.ErrNoConnection, "a link is never held: its process ends at once")
+	_, ok := nodeWatch.next(t).(gen.MessageDownNode)
+	assert.True(t, ok, "a monitor of the node itself is never held")
 	select {
 	case m := <-long.messages:
 		t.Fatalf("a down held for an hour arrived: %v", m)

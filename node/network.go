@@ -83,7 +83,7 @@ type network struct {
 	// says so.
 	conns atomic.Pointer[map[gen.Atom]*connection]
 
-	mu        sync.Mutex // guards the fields below and orders changes of conns; taken before connection.mu, never after
+	mu        sync.Mutex // guards the fields below and orders changes of conns; taken before connection.mu and node.held.mu, never after
 	closed    bool
 	routes    map[gen.Atom]string
 	dialing   map[gen.Atom]*dialAttempt
