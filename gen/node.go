@@ -108,7 +108,8 @@ type NetworkStats struct {
 	Writes uint64
 	// DownsDeferred counts the downs of monitors whose watcher let them
 	// wait when the connection to their target's node was lost (see
-	// node.DownDeferrer): each is delivered after its delay, not at once.
+	// node.DownDeferrer): each is delivered after its delay, or when a
+	// connection to that node is made again, not at once.
 	DownsDeferred uint64
 	// HandshakesRejected counts connections, accepted or dialled, that
 	// ended before or during the handshake (a node stopping ends its own

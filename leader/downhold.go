@@ -32,10 +32,10 @@ import (
 // DownDelayOnLoss implements node.DownDeferrer: how long the downs of this
 // member's peers on node lost may wait when the connection to it drops.
 // Zero unless the member follows a leader on another node: not for a
-// leader (visible or not), a candidate, a member between leaders, one
-// that has not reported yet, or any member under EvidenceContact. The runtime calls it from its own goroutine:
-// it reads only what the actor published with its last report
-// (reportTransition) and the core's fixed settings.
+// leader (visible or not), a candidate, a member between leaders, one that
+// has not reported yet, or any member under EvidenceContact. The runtime
+// calls it from its own goroutine: it reads only what the actor published
+// with its last report (reportTransition) and the core's fixed settings.
 func (a *Actor) DownDelayOnLoss(lost gen.Atom) time.Duration {
 	r := a.reported.Load()
 	if r == nil || r.protocol || r.role != election.RoleFollower || r.leader == (gen.PID{}) || r.leader.Node == lost {

@@ -20,10 +20,13 @@ import (
 // wait for the CPU behind the rest. A behavior that says its down may wait
 // gets it later, once that burst has passed.
 //
-// Only monitors wait (MonitorPID, MonitorProcessID): links and pending
-// Calls learn of the loss at once, as do monitors of a process that ends
-// on a node still connected. A down that waits may arrive after the
-// watcher demonitored its target, as one already in its mailbox may.
+// Only monitors of processes wait (MonitorPID, MonitorProcessID): links,
+// pending Calls and monitors of the node itself learn of the loss at once,
+// as do monitors of a process that ends on a node still connected. Held
+// downs are delivered at once, before anything the new connection carries,
+// when a connection to that node is made again. A down that waits may
+// arrive after the watcher demonitored its target, as one already in its
+// mailbox may.
 type DownDeferrer interface {
 	// DownDelayOnLoss is how long the downs of this process's monitors of
 	// processes on node lost may wait, 0 or less for not at all. The node

@@ -58,6 +58,10 @@ two back to back so their ratio is fair on a shared machine):
              node of the cluster's leader abruptly and times every cluster
              that lost its leader with it; between trials the node restarts
              and every cluster takes it back in
+  CPU per    with node-kill, the process's CPU from the kill until every
+  failover   cluster that lost its leader has a new one, per such cluster;
+  p50 work   the time the process's CPUs need for half of a kill's
+             failovers at that cost (medians over the trials)
   node down  with node-kill, the CPU share over 2 s once the first trial's
              clusters have new leaders, the node still down and its members
              still in every view: what losing a node costs the survivors
@@ -135,8 +139,9 @@ type scaleRow struct {
 	FailoverCPU time.Duration `json:"failover_cpu_per_failover_ns,omitempty"`
 	// FailoverWork is, for node-kill, the median over the trials of the
 	// time the process's CPUs need for half the trial's failovers at
-	// FailoverCPU each: ceil(hit/2) × FailoverCPU / GOMAXPROCS. A median
-	// failover below it takes a cheaper failover, not a better order.
+	// FailoverCPU each: ceil(hit/2) × FailoverCPU / GOMAXPROCS. The median
+	// failover against it says how much of that wait is the work itself:
+	// only cheaper failovers, or less of the loss's other work, go below.
 	FailoverWork time.Duration `json:"failover_work_p50_ns,omitempty"`
 	// OthersReElected is, for each node-kill trial, how many clusters whose
 	// leader was elsewhere had a new term by the time elections had stopped:
@@ -345,7 +350,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		_, err = fmt.Fprintf(env.stdout, "CPU node down: the process's CPU over %s once the first node-kill trial's clusters have new leaders, the node still down.\n"+
 			"CPU per failover: the process's CPU from the kill until every cluster that lost its leader had a new one, per such\n"+
 			"cluster. P50 work: the time the process's %d CPUs need for half a trial's failovers at that cost (median over\n"+
-			"the trials); a median failover below it takes a cheaper failover, not a better order.\n"+
+			"the trials); only cheaper failovers, or less of the loss's other work, bring the median failover below it.\n"+
 			"Others re-elected: per kill, the clusters led from another node that had a new term once elections stopped\n"+
 			"(mean, max, and in how many kills any); the target is 0.\n", nodeDownSpan, runtime.GOMAXPROCS(0))
 	}
