@@ -94,9 +94,7 @@ func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
 	}
 	n.net.mu.Unlock()
 	if back {
-		for _, d := range downs {
-			n.notify(d.target, d.w, reason)
-		}
+		n.deliverHeld(downs, reason)
 		return
 	}
 	n.net.downsDeferred.Add(uint64(len(downs)))
@@ -110,9 +108,9 @@ func (n *node) release(b *heldBatch) {
 	b.mu.Lock()
 	i := 0
 	for i < len(b.downs) && time.Since(b.start) >= b.downs[i].after {
-		n.notify(b.downs[i].target, b.downs[i].w, b.reason)
 		i++
 	}
+	n.deliverHeld(b.downs[:i], b.reason)
 	b.downs = b.downs[i:]
 	left := len(b.downs) > 0
 	var next time.Duration
@@ -140,12 +138,16 @@ func (n *node) releaseHeld(name gen.Atom) {
 	n.held.mu.Unlock()
 	for _, b := range batches {
 		b.mu.Lock()
-		downs := b.downs
+		n.deliverHeld(b.downs, b.reason)
 		b.downs = nil
 		b.mu.Unlock()
-		for _, d := range downs {
-			n.notify(d.target, d.w, b.reason)
-		}
+	}
+}
+
+// deliverHeld tells each watcher of downs that its target is unreachable.
+func (n *node) deliverHeld(downs []heldDown, reason error) {
+	for _, d := range downs {
+		n.notify(d.target, d.w, reason)
 	}
 }
 
