@@ -230,6 +230,7 @@ func TestBench(t *testing.T) {
 			assert.Positive(t, r.CPUShare)
 			assert.Positive(t, r.IdleFloor, "the frames alone cost some CPU")
 			assert.Positive(t, r.CPUPerCluster)
+			assert.Zero(t, r.HeapPerActor, "15 members are too few to tell their heap from the runtime's")
 			assert.Equal(t, 2, r.Failover.N, "two failovers among the others")
 			assert.Equal(t, 2, r.FailoverAlone.N, "and two on one cluster alone")
 			assert.Equal(t, leader.DefaultHeartbeatInterval, r.HeartbeatMS, "the default timings are the document's")

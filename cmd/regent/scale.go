@@ -47,7 +47,9 @@ two back to back so their ratio is fair on a shared machine):
   KB/s       the window, summed, divided by the number of node pairs
              n(n-1)/2 (both directions of a pair together); KB/s likewise
              with bytes
-  heap       heap in use per member, once the clusters are quiet (settled)
+  heap       heap in use per member, once the clusters are quiet (settled);
+             "-" below 500 members, where the runtime's own heap moves by
+             more than the members weigh
   campaigns  elections started per minute during the window (the target is 0)
   failover   the time from a fault to a new leader recognised by a majority,
              p50 and p99 over --failovers trials, measured on one cluster
@@ -104,7 +106,7 @@ type scaleRow struct {
 	IdleFloor float64 `json:"idle_floor_cpu_share"`
 	// CPUPerCluster is CPU time per cluster per second of the window, in µs.
 	CPUPerCluster float64 `json:"cpu_us_per_cluster_second"`
-	HeapPerActor  float64 `json:"heap_bytes_per_member"`
+	HeapPerActor  float64 `json:"heap_bytes_per_member,omitempty"`
 	// FramesPerPair and BytesPerPair are per second per node pair: the
 	// frames (bytes) every node sent, summed, over n(n-1)/2 pairs.
 	FramesPerPair float64 `json:"frames_per_second_per_node_pair"`
@@ -331,8 +333,8 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 			}
 			down += othersColumn(r.OthersReElected) + "\t"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
-			100*r.CPUShare, 100*r.IdleFloor, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, r.HeapPerActor, r.CampaignsMin, stalled, fo, alone, down)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%.0f\t%.1f\t%s\t%.1f\t%s%s\t%s\t%s\n", r.Clusters, onOff(r.Coalescing), all, settled,
+			100*r.CPUShare, 100*r.IdleFloor, r.CPUPerCluster, r.MemberMessages, r.FramesPerPair, r.BytesPerPair/1000, heapColumn(r.HeapPerActor), r.CampaignsMin, stalled, fo, alone, down)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
@@ -606,7 +608,9 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.settle(ctx, &row); err != nil {
 		return row, err
 	}
-	row.HeapPerActor = float64(int64(heapInUse())-int64(s.heapBefore)) / float64(row.Actors)
+	if row.Actors >= heapResolvedFrom {
+		row.HeapPerActor = float64(int64(heapInUse())-int64(s.heapBefore)) / float64(row.Actors)
+	}
 	if s.heapProfile != "" {
 		if err := writeHeapProfile(s.heapProfile); err != nil {
 			return row, err
@@ -967,6 +971,15 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 	return took, nil
 }
 
+// heapColumn is the "heap B/member" cell: "-" for a row too small to
+// resolve it (heapResolvedFrom).
+func heapColumn(perMember float64) string {
+	if perMember == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", perMember)
+}
+
 // othersColumn is the "others re-elected per kill" cell: the mean over the
 // kills, the largest, and in how many kills there were any.
 func othersColumn(per []int) string {
@@ -1005,6 +1018,13 @@ func (s *scaleRun) memberIndex(k int, pid gen.PID) int {
 	}
 	return -1
 }
+
+// heapResolvedFrom is the fewest members whose heap the row reports. Below
+// it the runtime's own heap (connection buffers grown and given back, spans
+// of the nodes' start) moves by more than the members weigh: a row of 5
+// members once measured -150 KB each, and one of 50 half as much again as
+// one of 5,000.
+const heapResolvedFrom = 500
 
 // heapInUse collects garbage and returns the heap in use, in bytes.
 func heapInUse() uint64 {
