@@ -30,6 +30,17 @@ type member struct {
 	confirm func() (bool, error)
 	onLead  func() error
 	events  *eventLog
+	// holdLong, when set, replaces every delay the actor asks for its
+	// downs (DownDelayOnLoss): what it lets wait then waits that long.
+	holdLong time.Duration
+}
+
+func (m *member) DownDelayOnLoss(lost gen.Atom) time.Duration {
+	d := m.Actor.DownDelayOnLoss(lost)
+	if d > 0 && m.holdLong > 0 {
+		return m.holdLong
+	}
+	return d
 }
 
 // eventLog collects the callbacks of every member of a test cluster. The lock

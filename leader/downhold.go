@@ -23,6 +23,15 @@ import (
 // have slowed; the runtime delivers them at once if the connection comes
 // back first.
 //
+// A member that stops following a leader elsewhere (it campaigns, leads,
+// or is between leaders) has what is held for it delivered at once
+// (releaseHeldDowns): from then on it decides with its view of who is
+// alive, as a member that held nothing does. A loss the runtime was
+// handling as it changed, asking before and holding after, is still held:
+// a down late by at most twice ElectionTimeoutMax, which under
+// EvidenceReplies costs time (a hand-over may pick that peer and fail
+// over), never a second leader.
+//
 // A leader holds nothing back: its quorum evidence may count a send to a
 // peer as contact until that peer's down (EvidenceContact), and a hand-over
 // must not pick a peer it has lost. Nor does any member under
@@ -38,7 +47,7 @@ import (
 // with its last report (reportTransition) and the core's fixed settings.
 func (a *Actor) DownDelayOnLoss(lost gen.Atom) time.Duration {
 	r := a.reported.Load()
-	if r == nil || r.protocol || r.role != election.RoleFollower || r.leader == (gen.PID{}) || r.leader.Node == lost {
+	if r == nil || !r.mayHoldDowns() || r.leader.Node == lost {
 		return 0
 	}
 	if a.core.Evidence() == election.EvidenceContact {
@@ -49,4 +58,24 @@ func (a *Actor) DownDelayOnLoss(lost gen.Atom) time.Duration {
 		return 0
 	}
 	return most + rand.N(most)
+}
+
+// mayHoldDowns reports whether a member in state r may let its peers'
+// downs wait: it follows a leader it knows, and does not lead itself.
+func (r *transitionState) mayHoldDowns() bool {
+	return !r.protocol && r.role == election.RoleFollower && r.leader != (gen.PID{})
+}
+
+// heldReleaser is a runtime that delivers the downs it holds back for a
+// watcher on request (node.ReleaseHeldDowns).
+type heldReleaser interface {
+	ReleaseHeldDowns(watcher gen.PID) int
+}
+
+// releaseHeldDowns has the runtime deliver every down it holds back for
+// this member now: it no longer follows a leader elsewhere.
+func (a *Actor) releaseHeldDowns() {
+	if r, ok := a.Node().(heldReleaser); ok {
+		r.ReleaseHeldDowns(a.PID())
+	}
 }

@@ -77,6 +77,9 @@ func (a *Actor) reportTransition() {
 	}
 	leaderChanged := last == nil || last.term != cur.term || last.leader != cur.leader
 	a.reported.Store(&cur) // a new one per change: the runtime may be reading the last (DownDelayOnLoss)
+	if last != nil && last.mayHoldDowns() && !cur.mayHoldDowns() {
+		a.releaseHeldDowns()
+	}
 	if a.options.OnTransition != nil {
 		view.Members = slices.Clone(view.Members) // the core's are shared: the user may change these
 		a.options.OnTransition(Transition{

@@ -79,8 +79,10 @@
 //     it at once with gen.ErrNoConnection, except the monitors of a process
 //     whose behavior implements DownDeferrer and asks for a delay for that
 //     node: their downs come after it (counted in
-//     Network().Stats().DownsDeferred). Links, pending Calls and the death
-//     of a process on a node still connected are never held. Election
+//     Network().Stats().DownsDeferred), or when a connection to that node
+//     is made again, or when the watcher asks for its own
+//     (ReleaseHeldDowns). Links, pending Calls and the death of a process
+//     on a node still connected are never held. Election
 //     members use it so that, when a node hosting members of thousands of
 //     clusters is lost, the followers whose leader was there run first.
 //

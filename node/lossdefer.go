@@ -24,9 +24,10 @@ import (
 // pending Calls and monitors of the node itself learn of the loss at once,
 // as do monitors of a process that ends on a node still connected. Held
 // downs are delivered at once, before anything the new connection carries,
-// when a connection to that node is made again. A down that waits may
-// arrive after the watcher demonitored its target, as one already in its
-// mailbox may.
+// when a connection to that node is made again, and a process whose downs
+// may no longer wait has its own delivered at once with
+// ReleaseHeldDowns. A down that waits may arrive after the watcher
+// demonitored its target, as one already in its mailbox may.
 type DownDeferrer interface {
 	// DownDelayOnLoss is how long the downs of this process's monitors of
 	// processes on node lost may wait, 0 or less for not at all. The node
@@ -48,8 +49,11 @@ type heldBatch struct {
 	lost   gen.Atom
 	reason error
 	start  time.Time
-	mu     sync.Mutex // guards downs
+	mu     sync.Mutex // guards downs and watchers
 	downs  []heldDown // not yet delivered
+	// watchers are the watchers of downs that ReleaseHeldDowns has not
+	// taken yet, made by its first call: most batches never see one.
+	watchers map[gen.PID]struct{}
 }
 
 // heldDowns are a node's batches by lost node.
@@ -142,6 +146,52 @@ func (n *node) releaseHeld(name gen.Atom) {
 		b.downs = nil
 		b.mu.Unlock()
 	}
+}
+
+// ReleaseHeldDowns delivers at once every down held back for watcher
+// (DownDeferrer) and reports how many there were. A process calls it when
+// its downs may no longer wait: an election member that stops following a
+// leader elsewhere (it campaigns, or leads) must know which of its peers
+// are lost. Not in ergo's Node.
+func (n *node) ReleaseHeldDowns(watcher gen.PID) int {
+	n.held.mu.Lock()
+	if len(n.held.batches) == 0 {
+		n.held.mu.Unlock()
+		return 0
+	}
+	var batches []*heldBatch
+	for _, list := range n.held.batches {
+		batches = append(batches, list...)
+	}
+	n.held.mu.Unlock()
+	released := 0
+	for _, b := range batches {
+		b.mu.Lock()
+		if b.watchers == nil {
+			b.watchers = make(map[gen.PID]struct{})
+			for _, d := range b.downs {
+				b.watchers[d.w.pid] = struct{}{}
+			}
+		}
+		if _, ok := b.watchers[watcher]; ok {
+			delete(b.watchers, watcher)
+			var theirs []heldDown
+			kept := b.downs[:0]
+			for _, d := range b.downs {
+				if d.w.pid == watcher {
+					theirs = append(theirs, d)
+				} else {
+					kept = append(kept, d)
+				}
+			}
+			clear(b.downs[len(kept):])
+			b.downs = kept
+			n.deliverHeld(theirs, b.reason)
+			released += len(theirs)
+		}
+		b.mu.Unlock()
+	}
+	return released
 }
 
 // deliverHeld tells each watcher of downs that its target is unreachable.

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -109,4 +110,52 @@ func TestHeldDownsComeBeforeTheNextConnectionsMessages(t *testing.T) {
 	assert.Equal(t, targetPID, down.PID)
 	assert.ErrorIs(t, down.Reason, gen.ErrNoConnection)
 	assert.Equal(t, ping{Seq: 1}, w.next(t))
+}
+
+// heldReleaser is the node's ReleaseHeldDowns, which gen.Node does not have.
+type heldReleaser interface {
+	ReleaseHeldDowns(watcher gen.PID) int
+}
+
+// A process whose downs may no longer wait has its own held downs delivered
+// at once, and only its own: the others' stay held.
+func TestReleaseHeldDownsDeliversOneWatchersDownsAtOnce(t *testing.T) {
+	a, b := pair(t)
+	releaser, ok := a.(heldReleaser)
+	require.True(t, ok, "the node releases held downs")
+	first := spawnProbe(t, b, newProbe())
+	second := spawnProbe(t, b, newProbe())
+	both := func(p *probe, args ...any) error { return errors.Join(p.Monitor(first), p.Monitor(second)) }
+	released := newProbe()
+	released.onInit = both
+	releasedPID := spawnHolding(t, a, released, holdFor(time.Hour))
+	kept := newProbe()
+	kept.onInit = both
+	keptPID := spawnHolding(t, a, kept, holdFor(time.Hour))
+	watchRecorded(t, a, first)
+	watchRecorded(t, a, second)
+
+	assert.Zero(t, releaser.ReleaseHeldDowns(releasedPID), "nothing is held before a loss")
+	b.StopForce()
+	require.Eventually(t, func() bool { return a.Network().Stats().DownsDeferred == 4 }, wait, 5*time.Millisecond)
+	assert.Equal(t, 2, releaser.ReleaseHeldDowns(releasedPID), "its two downs")
+	got := map[gen.PID]bool{}
+	for range 2 {
+		down, ok := released.next(t).(gen.MessageDownPID)
+		require.True(t, ok)
+		assert.ErrorIs(t, down.Reason, gen.ErrNoConnection)
+		got[down.PID] = true
+	}
+	assert.Equal(t, map[gen.PID]bool{first: true, second: true}, got)
+	assert.Zero(t, releaser.ReleaseHeldDowns(releasedPID), "none are left for it")
+	select {
+	case m := <-kept.messages:
+		t.Fatalf("another watcher's held down arrived: %v", m)
+	case <-time.After(50 * time.Millisecond):
+	}
+	assert.Equal(t, 2, releaser.ReleaseHeldDowns(keptPID), "the other's were still held")
+	for range 2 {
+		_, ok := kept.next(t).(gen.MessageDownPID)
+		require.True(t, ok)
+	}
 }
