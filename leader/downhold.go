@@ -27,10 +27,7 @@ import (
 // or is between leaders) has what is held for it delivered at once
 // (releaseHeldDowns): from then on it decides with its view of who is
 // alive, as a member that held nothing does. A loss the runtime was
-// handling as it changed, asking before and holding after, is still held:
-// a down late by at most twice ElectionTimeoutMax, which under
-// EvidenceReplies costs time (a hand-over may pick that peer and fail
-// over), never a second leader.
+// sorting as it changed (asked before, listed after) asks it again.
 //
 // A leader holds nothing back: its quorum evidence may count a send to a
 // peer as contact until that peer's down (EvidenceContact), and a hand-over

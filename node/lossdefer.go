@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -60,6 +61,10 @@ type heldBatch struct {
 type heldDowns struct {
 	mu      sync.Mutex // guards batches; taken after the network's mu and before a batch's mu, never the other way
 	batches map[gen.Atom][]*heldBatch
+	// releases counts the calls of ReleaseHeldDowns, each counted before
+	// it looks for batches: a loss whose watchers were asked while one ran
+	// asks them again once its batch is listed (notifyLost).
+	releases atomic.Uint64
 }
 
 // notifyLost tells the watchers in fired that their targets' node lost is
@@ -69,6 +74,7 @@ type heldDowns struct {
 // it carries is delivered: a down never arrives after a message from the
 // connection that followed the one it reports lost.
 func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
+	releases := n.held.releases.Load()
 	var downs []heldDown
 	for _, e := range fired {
 		if d := n.lossDelay(lost, e.target, e.w); d > 0 {
@@ -102,7 +108,34 @@ func (n *node) notifyLost(lost gen.Atom, fired []relEntry, reason error) {
 		return
 	}
 	n.net.downsDeferred.Add(uint64(len(downs)))
+	if n.held.releases.Load() != releases {
+		n.askAgain(b)
+	}
 	n.release(b)
+}
+
+// askAgain delivers at once the downs of b whose watchers no longer let
+// them wait. A watcher that asked for its held downs (ReleaseHeldDowns)
+// after it was asked for this loss's delay, and before b was listed, found
+// nothing to release: without this, its down would wait the delay it
+// gave before it changed its mind.
+func (n *node) askAgain(b *heldBatch) {
+	b.mu.Lock()
+	pending := slices.Clone(b.downs)
+	b.mu.Unlock()
+	urgent := make(map[gen.PID]bool)
+	for _, d := range pending {
+		if _, asked := urgent[d.w.pid]; !asked {
+			urgent[d.w.pid] = n.lossDelay(b.lost, d.target, d.w) <= 0
+		}
+	}
+	for pid, now := range urgent {
+		if now {
+			b.mu.Lock()
+			n.deliverHeld(b.take(pid), b.reason)
+			b.mu.Unlock()
+		}
+	}
 }
 
 // release delivers b's due downs and arms a timer for the next; a batch
@@ -152,8 +185,11 @@ func (n *node) releaseHeld(name gen.Atom) {
 // (DownDeferrer) and reports how many there were. A process calls it when
 // its downs may no longer wait: an election member that stops following a
 // leader elsewhere (it campaigns, or leads) must know which of its peers
-// are lost. Not in ergo's Node.
+// are lost. A loss being sorted as it runs asks its watchers again once it
+// is listed (askAgain), so a watcher that changed its mind just after it
+// was asked waits for nothing either. Not in ergo's Node.
 func (n *node) ReleaseHeldDowns(watcher gen.PID) int {
+	n.held.releases.Add(1)
 	n.held.mu.Lock()
 	if len(n.held.batches) == 0 {
 		n.held.mu.Unlock()
@@ -174,24 +210,31 @@ func (n *node) ReleaseHeldDowns(watcher gen.PID) int {
 			}
 		}
 		if _, ok := b.watchers[watcher]; ok {
-			delete(b.watchers, watcher)
-			var theirs []heldDown
-			kept := b.downs[:0]
-			for _, d := range b.downs {
-				if d.w.pid == watcher {
-					theirs = append(theirs, d)
-				} else {
-					kept = append(kept, d)
-				}
-			}
-			clear(b.downs[len(kept):])
-			b.downs = kept
+			theirs := b.take(watcher)
 			n.deliverHeld(theirs, b.reason)
 			released += len(theirs)
 		}
 		b.mu.Unlock()
 	}
 	return released
+}
+
+// take removes the downs held for watcher from b and returns them. b.mu is
+// held.
+func (b *heldBatch) take(watcher gen.PID) []heldDown {
+	delete(b.watchers, watcher)
+	var theirs []heldDown
+	kept := b.downs[:0]
+	for _, d := range b.downs {
+		if d.w.pid == watcher {
+			theirs = append(theirs, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	clear(b.downs[len(kept):])
+	b.downs = kept
+	return theirs
 }
 
 // deliverHeld tells each watcher of downs that its target is unreachable.

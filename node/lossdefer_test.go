@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,7 +119,8 @@ type heldReleaser interface {
 }
 
 // A process whose downs may no longer wait has its own held downs delivered
-// at once, and only its own: the others' stay held.
+// at once, and only its own, once: the others' stay held until the
+// connection comes back, and what was released does not come again then.
 func TestReleaseHeldDownsDeliversOneWatchersDownsAtOnce(t *testing.T) {
 	a, b := pair(t)
 	releaser, ok := a.(heldReleaser)
@@ -136,7 +138,7 @@ func TestReleaseHeldDownsDeliversOneWatchersDownsAtOnce(t *testing.T) {
 	watchRecorded(t, a, second)
 
 	assert.Zero(t, releaser.ReleaseHeldDowns(releasedPID), "nothing is held before a loss")
-	b.StopForce()
+	require.NoError(t, a.Network().Disconnect(b.Name()))
 	require.Eventually(t, func() bool { return a.Network().Stats().DownsDeferred == 4 }, wait, 5*time.Millisecond)
 	assert.Equal(t, 2, releaser.ReleaseHeldDowns(releasedPID), "its two downs")
 	got := map[gen.PID]bool{}
@@ -153,9 +155,44 @@ func TestReleaseHeldDownsDeliversOneWatchersDownsAtOnce(t *testing.T) {
 		t.Fatalf("another watcher's held down arrived: %v", m)
 	case <-time.After(50 * time.Millisecond):
 	}
-	assert.Equal(t, 2, releaser.ReleaseHeldDowns(keptPID), "the other's were still held")
+
+	// The connection comes back: the rest is delivered before what it
+	// carries, and nothing released before comes again.
+	require.Eventually(t, func() bool { return b.Network().Stats().Connections == 0 }, wait, 5*time.Millisecond)
+	require.NoError(t, b.Send(releasedPID, ping{Seq: 1}))
+	require.NoError(t, b.Send(keptPID, ping{Seq: 2}))
+	assert.Equal(t, ping{Seq: 1}, released.next(t), "its downs came once")
 	for range 2 {
 		_, ok := kept.next(t).(gen.MessageDownPID)
-		require.True(t, ok)
+		require.True(t, ok, "the other's downs come with the new connection, first")
 	}
+	assert.Equal(t, ping{Seq: 2}, kept.next(t))
+}
+
+// A watcher that changes its mind while a loss is being sorted (asked for
+// a delay, it then asks for its held downs before the loss's batch is
+// listed, and finds none) is asked again, and gets its down at once.
+func TestAWatcherThatStopsHoldingWhileALossIsSortedGetsItsDown(t *testing.T) {
+	a, b := pair(t)
+	releaser := a.(heldReleaser)
+	target := spawnProbe(t, b, newProbe())
+	var self atomic.Pointer[gen.PID]
+	var asked atomic.Int32
+	w := newProbe()
+	w.onInit = func(p *probe, args ...any) error { return p.Monitor(target) }
+	pid := spawnHolding(t, a, w, func(gen.Atom) time.Duration {
+		if asked.Add(1) > 1 {
+			return 0 // it no longer lets its downs wait
+		}
+		releaser.ReleaseHeldDowns(*self.Load()) // it changes its mind: nothing is listed yet
+		return time.Hour
+	})
+	self.Store(&pid)
+	watchRecorded(t, a, target)
+
+	b.StopForce()
+	down, ok := w.next(t).(gen.MessageDownPID)
+	require.True(t, ok, "its down comes without the hour")
+	assert.Equal(t, target, down.PID)
+	assert.Equal(t, int32(2), asked.Load(), "asked again once")
 }

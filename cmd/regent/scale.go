@@ -608,8 +608,11 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	if err := s.settle(ctx, &row); err != nil {
 		return row, err
 	}
+	// Measured for every row, so that every window starts after the same
+	// collection; shown from heapResolvedFrom members.
+	heap := heapInUse()
 	if row.Actors >= heapResolvedFrom {
-		row.HeapPerActor = float64(int64(heapInUse())-int64(s.heapBefore)) / float64(row.Actors)
+		row.HeapPerActor = float64(int64(heap)-int64(s.heapBefore)) / float64(row.Actors)
 	}
 	if s.heapProfile != "" {
 		if err := writeHeapProfile(s.heapProfile); err != nil {
