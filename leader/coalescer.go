@@ -392,14 +392,17 @@ func (c *coalescer) running() bool { return c.pid.Load() != nil }
 // coalescer cannot take it (its process is not running, so neither could a
 // peer's reach this node): the member then sends directly.
 func (c *coalescer) enqueue(dest gen.Atom, hb *CoalescedHeartbeat, ack *CoalescedAck, linger time.Duration) bool {
-	return c.enqueueMode(dest, outItem{hb: hb, ack: ack}, linger, true)
+	return c.enqueueMode(dest, outItem{hb: hb, ack: ack}, linger, flushInline)
 }
 
 // enqueuePair is enqueue for a pair beat or its acknowledgement (rule 8),
 // which is never flushed inline: the grid and the coalescer process enqueue
-// them.
-func (c *coalescer) enqueuePair(dest gen.Atom, beat *PairBeat, ack *PairAck, linger time.Duration) bool {
-	return c.enqueueMode(dest, outItem{beat: beat, beatAck: ack}, linger, false)
+// them, and then flush the outbox at once (flushNow), which sets its
+// flusher only when it cannot send. A timer set for every beat and stopped
+// by the flush at once after cost two timer changes, and often a wake-up
+// of the runtime's poller, per node pair and tick.
+func (c *coalescer) enqueuePair(dest gen.Atom, beat *PairBeat, ack *PairAck) bool {
+	return c.enqueueMode(dest, outItem{beat: beat, beatAck: ack}, 0, flushNowNext)
 }
 
 // outItem is one thing to enqueue: exactly one of its fields is set.
@@ -410,12 +413,26 @@ type outItem struct {
 	beatAck *PairAck
 }
 
-// enqueueMode is enqueue; inline says a full outbox is flushed by the
-// caller. The coalescer process answering ahead passes false: it holds an
-// inbox lock and takes every node's batches, so it must never wait on a
-// send (SendQueueWait) to one node; its full outbox is flushed at once by
-// the outbox's timer instead.
-func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration, inline bool) bool {
+// flushMode is who flushes an outbox that enqueueMode added to.
+type flushMode uint8
+
+const (
+	// flushInline: the outbox's flusher, a linger after its first entry;
+	// a full outbox the caller, at once.
+	flushInline flushMode = iota
+	// flushOnTimer: the outbox's flusher, a full outbox at once. The
+	// coalescer process answering ahead holds an inbox lock and takes
+	// every node's batches, so it must never wait on a send
+	// (SendQueueWait) to one node.
+	flushOnTimer
+	// flushNowNext: the caller, with flushNow once it has enqueued what
+	// the instant has (pair beats, rule 8); a full outbox the flusher, at
+	// once.
+	flushNowNext
+)
+
+// enqueueMode is enqueue, with the outbox flushed as mode says.
+func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration, mode flushMode) bool {
 	if !c.running() {
 		return false
 	}
@@ -438,12 +455,12 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 	}
 	full := len(ob.heartbeats)+len(ob.acks) >= maxBatchEntries
 	switch {
-	case full && !inline:
+	case full && mode != flushInline:
 		// Flushed now, on the flusher's goroutine.
 		ob.scheduled = true
 		ob.flusher.reset(0)
 		full = false
-	case !full && !ob.scheduled:
+	case !full && !ob.scheduled && mode != flushNowNext:
 		ob.scheduled = true
 		ob.flusher.reset(linger)
 	}
@@ -486,17 +503,26 @@ func (c *coalescer) outboxFor(dest gen.Atom) *outbox {
 // flushNow sends what waits for dest at once, on the caller's goroutine,
 // when that needs no waiting: the runtime can send without waiting for
 // room (trySender), no other flush of dest is under way, and the entries
-// fit one frame. Otherwise the outbox's flusher sends them as before. The
+// fit one frame. Otherwise the outbox's flusher sends them: at once when
+// the connection had no room or they need more than one frame, else
+// within linger. The
 // grid and the coalescer process call it once they have queued the pair
 // beats, or the PairAcks, of an instant (rule 8), which then leave without
 // a linger and a hand-off to the flusher's goroutine each tick.
-func (c *coalescer) flushNow(dest gen.Atom) {
+func (c *coalescer) flushNow(dest gen.Atom, linger time.Duration) {
 	ts, ok := c.node.(trySender)
 	if !ok {
+		c.schedule(dest, linger)
 		return
 	}
 	ob := c.outboxFor(dest)
-	if ob == nil || !ob.sending.TryLock() {
+	if ob == nil {
+		return
+	}
+	if !ob.sending.TryLock() {
+		// A flush under way may have taken the entries before those just
+		// enqueued: the flusher sends them if it did not.
+		c.schedule(dest, linger)
 		return
 	}
 	defer ob.sending.Unlock()
@@ -516,6 +542,17 @@ func (c *coalescer) flushNow(dest gen.Atom) {
 	}
 	c.stats.flushes.Add(1)
 	c.settle(dest, to, all, err)
+}
+
+// schedule has the flusher of dest's outbox send what waits there a linger
+// from now, unless it is set already.
+func (c *coalescer) schedule(dest gen.Atom, linger time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ob := c.out[dest]; ob != nil && !ob.scheduled {
+		ob.scheduled = true
+		ob.flusher.reset(linger)
+	}
 }
 
 // putBack returns the entries b, taken from ob and not sent, to the front
@@ -915,7 +952,7 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	}
 	ack := CoalescedAck{CoalescedRoute: ib.steady.route(), Message: ib.steady.Ack}
 	ack.Message.From.Node = "" // the frame says where the sender is
-	if !c.enqueueMode(from.Node, outItem{ack: &ack}, ib.steady.linger, false) {
+	if !c.enqueueMode(from.Node, outItem{ack: &ack}, ib.steady.linger, flushOnTimer) {
 		return false
 	}
 	ib.beats = append(ib.beats, max(sinceEpoch(at), ib.steady.since))

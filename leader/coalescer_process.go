@@ -104,7 +104,11 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 		p.receiveBeat(node, &b.Beats[i], now)
 	}
 	if len(b.Beats) > 0 {
-		p.c.flushNow(node) // the PairAcks
+		linger := p.c.pairAckLinger(b.Beats[0].Interval)
+		for i := range b.Beats[1:] {
+			linger = min(linger, p.c.pairAckLinger(b.Beats[1+i].Interval))
+		}
+		p.c.flushNow(node, linger) // the PairAcks
 	}
 	for i := range b.BeatAcks {
 		a := &b.BeatAcks[i]

@@ -71,17 +71,17 @@ func TestPairBeatsLeaveAtOnceAndInSequenceWhenTheConnectionIsFull(t *testing.T) 
 	n := &busyNode{}
 	c, _, _ := runningCoalescer(t, n)
 	beat := func(tick uint64) {
-		require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Prev: tick - 1, Tick: tick}, nil, time.Hour))
+		require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Prev: tick - 1, Tick: tick}, nil))
 	}
 
 	beat(1)
-	c.flushNow("f@h")
+	c.flushNow("f@h", time.Hour)
 	assert.Equal(t, []uint64{1}, n.ticks(), "sent before flushNow returned, though the linger is an hour")
 
 	n.setBusy(true)
 	beat(2)
 	n.onTry = func() { beat(3) } // queued while the refused try was under way
-	c.flushNow("f@h")
+	c.flushNow("f@h", time.Hour)
 	n.onTry = nil
 	assert.Equal(t, []uint64{1}, n.ticks(), "a full connection sends nothing")
 	n.setBusy(false)
@@ -92,9 +92,35 @@ func TestPairBeatsLeaveAtOnceAndInSequenceWhenTheConnectionIsFull(t *testing.T) 
 // A runtime without TrySend leaves the outbox to its linger.
 func TestFlushNowWaitsForTheLingerWithoutTrySend(t *testing.T) {
 	c, _, _ := runningCoalescer(t, &lossyNode{sent: map[gen.PID][]any{}})
-	require.True(t, c.enqueuePair("f@h", &PairBeat{Epoch: 1, Tick: 1}, nil, time.Hour))
-	c.flushNow("f@h")
+	require.True(t, c.enqueuePair("f@h", &PairBeat{Epoch: 1, Tick: 1}, nil))
+	c.flushNow("f@h", time.Hour)
 	b, ok := c.take("f@h")
 	require.True(t, ok, "the beat still waits in the outbox")
 	assert.Len(t, b.Beats, 1)
+}
+
+// Pair beats that leave at once set no timer: the flusher of their outbox
+// is never started for them. One that cannot leave at once, because
+// another flush of the outbox is under way, has the flusher send it.
+func TestPairBeatsSentAtOnceSetNoTimer(t *testing.T) {
+	n := &busyNode{}
+	c, _, _ := runningCoalescer(t, n)
+	require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Tick: 1}, nil))
+	c.flushNow("f@h", time.Hour)
+	assert.Equal(t, []uint64{1}, n.ticks())
+	ob := c.outboxFor("f@h")
+	c.mu.Lock()
+	scheduled := ob.scheduled
+	c.mu.Unlock()
+	ob.flusher.mu.Lock()
+	started := ob.flusher.running
+	ob.flusher.mu.Unlock()
+	assert.False(t, scheduled, "no flush is scheduled")
+	assert.False(t, started, "the flusher's goroutine never ran")
+
+	ob.sending.Lock() // a flush under way, which took its entries before the next beat came
+	require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Prev: 1, Tick: 2}, nil))
+	c.flushNow("f@h", time.Millisecond)
+	ob.sending.Unlock()
+	require.Eventually(t, func() bool { return len(n.ticks()) == 2 }, 5*time.Second, time.Millisecond, "the flusher sends it")
 }

@@ -40,13 +40,13 @@ func TestReviewFlushNowKeepsBeatsInSequenceUnderContention(t *testing.T) {
 				return
 			default:
 			}
-			c.enqueuePair("f@h", nil, &PairAck{Interval: int64(50 * time.Millisecond), Epoch: 1}, time.Millisecond)
-			c.flushNow("f@h")
+			c.enqueuePair("f@h", nil, &PairAck{Interval: int64(50 * time.Millisecond), Epoch: 1})
+			c.flushNow("f@h", time.Millisecond)
 		}
 	}()
 	for tick := uint64(1); tick <= beats; tick++ {
-		require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Prev: tick - 1, Tick: tick}, nil, time.Millisecond))
-		c.flushNow("f@h")
+		require.True(t, c.enqueuePair("f@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 1, Prev: tick - 1, Tick: tick}, nil))
+		c.flushNow("f@h", time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()

@@ -434,7 +434,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 		}
 		beat := PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick, Leaves: po.leaves, Joins: po.joins}
 		po.prev, po.leaves, po.joins = pb.tick, nil, nil
-		if !pb.coal.enqueuePair(po.dest, &beat, nil, pb.linger) {
+		if !pb.coal.enqueuePair(po.dest, &beat, nil) {
 			pb.resetPair(po, pb.instantAfter(now), nil, &fx)
 			continue
 		}
@@ -449,7 +449,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 	pb.coal.stats.pairBeatsOut.Add(uint64(len(beaten)))
 	pb.apply(&fx)
 	for _, dest := range beaten {
-		pb.coal.flushNow(dest)
+		pb.coal.flushNow(dest, pb.linger)
 	}
 }
 

@@ -327,7 +327,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 		src.mu.Unlock()
 		src.wakeUnbound(woken)
 		c.stats.pairResets.Add(1)
-		c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
+		c.enqueuePair(node, nil, &ack)
 		return
 	}
 	for _, id := range b.Leaves {
@@ -372,7 +372,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	src.unbound = nil
 	src.mu.Unlock()
 	src.wakeUnbound(woken)
-	c.enqueuePair(node, nil, &ack, c.pairAckLinger(b.Interval))
+	c.enqueuePair(node, nil, &ack)
 }
 
 // join binds the slot j to its member and reports true, or refuses it and

@@ -116,7 +116,7 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 	}
 	for i := range b.entries {
 		// Never inline: a full outbox waits for its timer, not for us.
-		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &b.entries[i]}, b.linger, false) {
+		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &b.entries[i]}, b.linger, flushOnTimer) {
 			// The coalescer stopped: the member's own tick sends them all
 			// (some twice, which a heartbeat allows) and none counts as sent.
 			p.broken = true
