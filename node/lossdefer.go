@@ -129,13 +129,9 @@ func (n *node) askAgain(b *heldBatch) {
 			urgent[d.w.pid] = n.lossDelay(b.lost, d.target, d.w) <= 0
 		}
 	}
-	for pid, now := range urgent {
-		if now {
-			b.mu.Lock()
-			n.deliverHeld(b.take(pid), b.reason)
-			b.mu.Unlock()
-		}
-	}
+	b.mu.Lock()
+	n.deliverHeld(b.take(func(w gen.PID) bool { return urgent[w] }), b.reason)
+	b.mu.Unlock()
 }
 
 // release delivers b's due downs and arms a timer for the next; a batch
@@ -210,7 +206,7 @@ func (n *node) ReleaseHeldDowns(watcher gen.PID) int {
 			}
 		}
 		if _, ok := b.watchers[watcher]; ok {
-			theirs := b.take(watcher)
+			theirs := b.take(func(w gen.PID) bool { return w == watcher })
 			n.deliverHeld(theirs, b.reason)
 			released += len(theirs)
 		}
@@ -219,14 +215,14 @@ func (n *node) ReleaseHeldDowns(watcher gen.PID) int {
 	return released
 }
 
-// take removes the downs held for watcher from b and returns them. b.mu is
-// held.
-func (b *heldBatch) take(watcher gen.PID) []heldDown {
-	delete(b.watchers, watcher)
+// take removes from b the downs held for the watchers that of says are
+// theirs, and returns them. b.mu is held.
+func (b *heldBatch) take(of func(watcher gen.PID) bool) []heldDown {
 	var theirs []heldDown
 	kept := b.downs[:0]
 	for _, d := range b.downs {
-		if d.w.pid == watcher {
+		if of(d.w.pid) {
+			delete(b.watchers, d.w.pid)
 			theirs = append(theirs, d)
 		} else {
 			kept = append(kept, d)
