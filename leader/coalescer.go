@@ -504,11 +504,10 @@ func (c *coalescer) outboxFor(dest gen.Atom) *outbox {
 // when that needs no waiting: the runtime can send without waiting for
 // room (trySender), no other flush of dest is under way, and the entries
 // fit one frame. Otherwise the outbox's flusher sends them: at once when
-// the connection had no room or they need more than one frame, else
-// within linger. The
-// grid and the coalescer process call it once they have queued the pair
-// beats, or the PairAcks, of an instant (rule 8), which then leave without
-// a linger and a hand-off to the flusher's goroutine each tick.
+// the connection had no room or they need more than one frame, else within
+// linger. The grid and the coalescer process call it once they have queued
+// the pair beats, or the PairAcks, of an instant (rule 8), which then leave
+// without a linger and a hand-off to the flusher's goroutine each tick.
 func (c *coalescer) flushNow(dest gen.Atom, linger time.Duration) {
 	ts, ok := c.node.(trySender)
 	if !ok {

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -104,11 +105,11 @@ func (p *coalescerProcess) receive(from gen.PID, b MessageHeartbeatBatch) {
 		p.receiveBeat(node, &b.Beats[i], now)
 	}
 	if len(b.Beats) > 0 {
-		linger := p.c.pairAckLinger(b.Beats[0].Interval)
-		for i := range b.Beats[1:] {
-			linger = min(linger, p.c.pairAckLinger(b.Beats[1+i].Interval))
+		linger := time.Duration(math.MaxInt64)
+		for i := range b.Beats {
+			linger = min(linger, p.c.pairAckLinger(b.Beats[i].Interval))
 		}
-		p.c.flushNow(node, linger) // the PairAcks
+		p.c.flushNow(node, linger) // the PairAcks, or within the shortest of their lingers
 	}
 	for i := range b.BeatAcks {
 		a := &b.BeatAcks[i]
