@@ -294,7 +294,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 		q.slots[i] = s
 		po.slots[s.id] = s
 		po.pending[s.id] = s
-		e := &b.entries[i]
+		e := b.entry(i)
 		po.joins = append(po.joins, PairJoin{Slot: s.id, CoalescedRoute: e.CoalescedRoute, Heartbeat: e.Message, Ack: m.Ack})
 	}
 	pb.leaders[q] = struct{}{}

@@ -485,17 +485,14 @@ func (h *pairHarness) wakeLeader(l *phLeader, tick bool) {
 }
 
 func (h *pairHarness) publishBeat(l *phLeader) {
-	hb := l.hb
-	hb.From.Node = ""
 	until := h.now + time.Hour
 	if h.rng.Intn(3) == 0 {
 		until = h.now + time.Duration(h.rng.Int63n(int64(12*phD))) // its lease ends soon
 	}
 	b := steadyBeat{SteadyBeat: election.SteadyBeat{Term: 3, Heartbeat: l.hb, Interval: phD, Window: l.window, Until: gridEpoch.Add(until)},
-		since: h.now, until: until, linger: time.Hour}
+		fromID: l.pid.ID, fromCreation: l.pid.Creation, since: h.now, until: until, linger: time.Hour}
 	for _, m := range l.members {
 		b.Members = append(b.Members, election.SteadyMember{PID: m.pid, Ack: m.ack})
-		b.entries = append(b.entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: l.pid.ID, FromCreation: 1, ToID: m.pid.ID, ToCreation: 1}, Message: hb})
 	}
 	l.a.inbox.publishBeat(&b, slices.Clone(l.lastAck))
 	l.a.beating = true

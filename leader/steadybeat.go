@@ -14,13 +14,14 @@ import (
 // thing on its next wake-up.
 
 // steadyBeat is a leader's steady beat with what its timer and the
-// coalescer need to keep its rules: its times on the shell's clock and each
-// member's entry ready for the outbox.
+// coalescer need to keep its rules: its times on the shell's clock and the
+// leader's half of its entries' routes.
 type steadyBeat struct {
 	election.SteadyBeat
-	// entries are the heartbeat to each member, in Members' order, routed
-	// and with the sender's node left out as the outbox wants them.
-	entries []CoalescedHeartbeat
+	// fromID and fromCreation are the leader's PID on its node: every
+	// entry's route starts there (entry).
+	fromID       uint64
+	fromCreation int64
 	// since is when the beat was given and until the beat's end, both on
 	// the shell's clock; linger is the member's outbox linger.
 	since, until, linger time.Duration
@@ -114,9 +115,10 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 			return q.parked, true
 		}
 	}
-	for i := range b.entries {
+	for i := range b.Members {
+		e := b.entry(i)
 		// Never inline: a full outbox waits for its timer, not for us.
-		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &b.entries[i]}, b.linger, flushOnTimer) {
+		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &e}, b.linger, flushOnTimer) {
 			// The coalescer stopped: the member's own tick sends them all
 			// (some twice, which a heartbeat allows) and none counts as sent.
 			p.broken = true
@@ -167,42 +169,29 @@ func (a *Actor) publishBeat(now time.Time) {
 		lastAck[i] = sinceEpoch(a.core.LastReply(m.PID))
 	}
 	b := steadyBeat{
-		SteadyBeat: sb,
-		since:      sinceEpoch(now),
-		until:      sinceEpoch(sb.Until),
-		linger:     a.options.linger,
+		SteadyBeat:   sb,
+		fromID:       self.ID,
+		fromCreation: self.Creation,
+		since:        sinceEpoch(now),
+		until:        sinceEpoch(sb.Until),
+		linger:       a.options.linger,
 	}
-	b.entries = prev.entries(self, sb)
 	a.inbox.publishBeat(&b, lastAck)
 	a.beating = true
 }
 
-// entries returns the heartbeats to publish sb with, a beat of the member
-// self: lb's (nil before the first beat) when sb is lb's beat again, its
-// list of members handed back by the core, as mostly when a leader
-// publishes after a wake-up; new ones otherwise. The outbox may still hold
-// entries of a beat replaced: they are never written.
-func (lb *leaderBeat) entries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
-	if lb != nil && len(sb.Members) > 0 && len(lb.beat.Members) == len(sb.Members) &&
-		&lb.beat.Members[0] == &sb.Members[0] && lb.beat.Heartbeat == sb.Heartbeat {
-		return lb.beat.entries
+// entry is b's heartbeat to Members[i] as the outbox wants it: routed from
+// the leader, with the sender's node left out (the frame names it). Made at
+// each send rather than kept: the members' entries differ in their route
+// only, and a leader keeping one per member held the heartbeat as many times.
+func (b *steadyBeat) entry(i int) CoalescedHeartbeat {
+	to := b.Members[i].PID
+	e := CoalescedHeartbeat{
+		CoalescedRoute: CoalescedRoute{FromID: b.fromID, FromCreation: b.fromCreation, ToID: to.ID, ToCreation: to.Creation},
+		Message:        b.Heartbeat,
 	}
-	return steadyEntries(self, sb)
-}
-
-// steadyEntries are sb's heartbeat to each of its members, routed from self
-// and with the sender's node left out, as the outbox wants them.
-func steadyEntries(self gen.PID, sb election.SteadyBeat) []CoalescedHeartbeat {
-	hb := sb.Heartbeat
-	hb.From.Node = "" // the frame says where the sender is
-	entries := make([]CoalescedHeartbeat, len(sb.Members))
-	for i, m := range sb.Members {
-		entries[i] = CoalescedHeartbeat{
-			CoalescedRoute: CoalescedRoute{FromID: self.ID, FromCreation: self.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
-			Message:        hb,
-		}
-	}
-	return entries
+	e.Message.From.Node = ""
+	return e
 }
 
 // publishBeat makes b the member's steady beat, with each member's last

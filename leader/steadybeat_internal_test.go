@@ -22,7 +22,6 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 	leader := gen.PID{Node: "p@h", ID: 7, Creation: 1}
 	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
 	var members []election.SteadyMember
-	var entries []CoalescedHeartbeat
 	lastAck := []time.Duration{}
 	for i, n := range []gen.Atom{"a@h", "b@h"} {
 		pid := gen.PID{Node: n, ID: uint64(10 + i), Creation: 1}
@@ -30,7 +29,6 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 			PID: pid,
 			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
 		})
-		entries = append(entries, CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: 7, FromCreation: 1, ToID: pid.ID, ToCreation: 1}, Message: hb})
 		lastAck = append(lastAck, sinceEpoch(given))
 	}
 	ib := &inbox{}
@@ -39,7 +37,7 @@ func beatingLeader(t *testing.T, given time.Time) (*coalescer, gen.PID, *inbox, 
 	ib.publishBeat(&steadyBeat{
 		SteadyBeat: election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members, Interval: 50 * time.Millisecond,
 			Window: 150 * time.Millisecond, Until: given.Add(time.Hour)},
-		entries: entries, since: sinceEpoch(given),
+		fromID: leader.ID, fromCreation: leader.Creation, since: sinceEpoch(given),
 		until: sinceEpoch(given.Add(time.Hour)), linger: time.Hour,
 	}, lastAck)
 	return c, leader, ib, members
@@ -213,45 +211,47 @@ func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T
 	}
 }
 
-// A leader publishes its beat after every wake-up, and the outbox holds
-// its heartbeats' entries: a beat whose list of members the core handed
-// back is published with the entries it had, and another with new ones,
-// leaving those the outbox may hold as they were.
-func TestARepublishedBeatKeepsItsEntries(t *testing.T) {
-	self := gen.PID{Node: "p@h", ID: 7, Creation: 1}
-	hb := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "p@h"}}}
-	member := func(n gen.Atom, id uint64) election.SteadyMember {
-		return election.SteadyMember{
-			PID: gen.PID{Node: n, ID: id, Creation: 1},
-			Ack: election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: n}}},
-		}
+// Rule 7 and rule 4: a steady leader's tick gives each member the beat's
+// one heartbeat, routed from the leader to that member, naming no sender
+// node (the frame does, and a receiver drops an entry that names one).
+func TestASteadyLeadersTickRoutesItsHeartbeatToEachMember(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
+	require.True(t, ok)
+	sent := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m"}}}
+	for _, m := range members {
+		b, _ := c.take(m.PID.Node)
+		require.Len(t, b.Heartbeats, 1, "one heartbeat to %s", m.PID)
+		assert.Equal(t, CoalescedHeartbeat{
+			CoalescedRoute: CoalescedRoute{FromID: leader.ID, FromCreation: leader.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation},
+			Message:        sent,
+		}, b.Heartbeats[0])
 	}
-	var lb *leaderBeat
-	publish := func(members []election.SteadyMember) {
-		sb := election.SteadyBeat{Term: 3, Heartbeat: hb, Members: members}
-		e := lb.entries(self, sb)
-		if lb == nil {
-			lb = new(leaderBeat)
+}
+
+// Rule 7 on the hot path: a tick sent for a steady leader allocates
+// nothing; each member's entry is made for the send and copied into the
+// outbox, never kept.
+func TestASteadyLeadersTickAllocatesNothing(t *testing.T) {
+	given := time.Now()
+	c, _, ib, members := beatingLeader(t, given)
+	at := sinceEpoch(given.Add(20 * time.Millisecond))
+	tm, o := &shellTimer{}, &timerOwner{}
+	tick := func() {
+		if _, ok := c.beatAhead(ib, tm, o, at); !ok {
+			t.Fatal("the tick was not sent ahead")
 		}
-		lb.beat = steadyBeat{SteadyBeat: sb, entries: e}
+		// As a flush would, without the frame it makes: the outboxes
+		// keep their room.
+		c.mu.Lock()
+		for _, m := range members {
+			c.out[m.PID.Node].heartbeats = c.out[m.PID.Node].heartbeats[:0]
+		}
+		c.mu.Unlock()
 	}
-	held := []election.SteadyMember{member("a@h", 10), member("b@h", 11)}
-	publish(held)
-	first := lb.beat.entries
-	require.Len(t, first, 2)
-	assert.Equal(t, uint64(11), first[1].ToID)
-
-	publish(held)
-	assert.Same(t, &first[0], &lb.beat.entries[0], "the list handed back keeps its entries")
-
-	publish([]election.SteadyMember{member("a@h", 10), member("c@h", 12)})
-	assert.NotSame(t, &first[0], &lb.beat.entries[0], "a new list gets new entries")
-	assert.Equal(t, uint64(12), lb.beat.entries[1].ToID)
-	assert.Equal(t, uint64(11), first[1].ToID, "the entries replaced are left as they were")
-
-	second := lb.beat.entries
-	publish(slices.Clone(lb.beat.Members))
-	assert.NotSame(t, &second[0], &lb.beat.entries[0], "only the list held, handed back, keeps its entries")
+	tick() // the outboxes and their timers are made
+	assert.Zero(t, testing.AllocsPerRun(100, tick), "allocations per tick sent ahead")
 }
 
 // What was done under a beat is counted afresh under the next: a beat
