@@ -223,9 +223,11 @@ type CoalescerStats struct {
 	// PairBound the slots bound to a member, PairRefused the slots refused
 	// (on either side), PairUnbound the bindings ended, PairKept the
 	// bindings that stood through their member's wake-up, its answer the
-	// same after it.
+	// same after it, PairBarked the bound members whose election timer the
+	// pair's watchdog fired because its beats stopped (rule 8).
 	Paired, Unpaired, PairBeatsOut, PairAcksIn, PairResets, PairFailed uint64
 	PairBeatsIn, PairBound, PairRefused, PairUnbound, PairKept         uint64
+	PairBarked                                                         uint64
 	// Mismatched counts heartbeats answered ahead whose follower, stepping
 	// them later, sent another answer (sent too), and catch-ups on a steady
 	// beat its leader's core refused: 0 unless the core breaks the promise
@@ -268,7 +270,7 @@ func combineStats(a, b CoalescerStats, op func(a, b uint64) uint64) CoalescerSta
 		PairResets: op(a.PairResets, b.PairResets), PairFailed: op(a.PairFailed, b.PairFailed),
 		PairBeatsIn: op(a.PairBeatsIn, b.PairBeatsIn), PairBound: op(a.PairBound, b.PairBound),
 		PairRefused: op(a.PairRefused, b.PairRefused), PairUnbound: op(a.PairUnbound, b.PairUnbound),
-		PairKept:   op(a.PairKept, b.PairKept),
+		PairKept: op(a.PairKept, b.PairKept), PairBarked: op(a.PairBarked, b.PairBarked),
 		Mismatched: op(a.Mismatched, b.Mismatched), Dropped: make(map[string]uint64)}
 	for r, v := range a.Dropped {
 		if n := op(v, b.Dropped[r]); n > 0 {
@@ -292,7 +294,7 @@ func (s CoalescerStats) PairEvents() map[string]uint64 {
 	return map[string]uint64{
 		"paired": s.Paired, "unpaired": s.Unpaired, "beats_out": s.PairBeatsOut, "acks_in": s.PairAcksIn,
 		"resets": s.PairResets, "failed": s.PairFailed, "beats_in": s.PairBeatsIn, "bound": s.PairBound,
-		"refused": s.PairRefused, "unbound": s.PairUnbound, "kept": s.PairKept,
+		"refused": s.PairRefused, "unbound": s.PairUnbound, "kept": s.PairKept, "barked": s.PairBarked,
 	}
 }
 
@@ -306,7 +308,7 @@ type coalescerCounters struct {
 	paired, unpaired, pairBeatsOut, pairAcksIn   atomic.Uint64
 	pairResets, pairFailed                       atomic.Uint64
 	pairBeatsIn, pairBound, pairRefused          atomic.Uint64
-	pairUnbound, pairKept                        atomic.Uint64
+	pairUnbound, pairKept, pairBarked            atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -704,8 +706,8 @@ func (c *coalescer) Stats() CoalescerStats {
 		PairResets: c.stats.pairResets.Load(), PairFailed: c.stats.pairFailed.Load(),
 		PairBeatsIn: c.stats.pairBeatsIn.Load(), PairBound: c.stats.pairBound.Load(),
 		PairRefused: c.stats.pairRefused.Load(), PairUnbound: c.stats.pairUnbound.Load(),
-		PairKept: c.stats.pairKept.Load(),
-		Dropped:  make(map[string]uint64),
+		PairKept: c.stats.pairKept.Load(), PairBarked: c.stats.pairBarked.Load(),
+		Dropped: make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
 		if n := c.stats.dropped[i].Load(); n > 0 {

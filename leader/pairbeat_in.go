@@ -72,6 +72,8 @@ type pairIn struct {
 	// stepping are the bindings whose member is stepping an input
 	// (suspendPaired), by slot: the next beat refuses them.
 	stepping map[uint32]*pairBinding
+	// stats are the coalescer's counters; the watchdog counts its firings.
+	stats *coalescerCounters
 }
 
 // watching reports whether the watchdog will resume a parked election
@@ -126,6 +128,9 @@ func (src *pairIn) bark() {
 		src.watchdog.Reset(src.overdue[src.next].at - now)
 	}
 	src.mu.Unlock()
+	if src.stats != nil {
+		src.stats.pairBarked.Add(uint64(len(due)))
+	}
 	for _, ib := range due {
 		ib.fireParked()
 	}
@@ -304,7 +309,8 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	key := pairKey{node: node, interval: b.Interval}
 	src := c.pairsIn[key]
 	if src == nil {
-		src = &pairIn{bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding), stepping: make(map[uint32]*pairBinding)}
+		src = &pairIn{bound: make(map[uint32]*pairBinding), refused: make(map[uint32]*pairBinding), stepping: make(map[uint32]*pairBinding),
+			stats: &c.stats}
 		c.pairsIn[key] = src
 	}
 	at := sinceEpoch(now)

@@ -394,6 +394,7 @@ func TestTheWatchdogWakesBoundMembersByTheirOwnDeadline(t *testing.T) {
 	// The beats stop.
 	src.mu.Lock()
 	last := time.Duration(src.lastTickAt.Load())
+	barked := c.Stats().PairBarked // a beat late on a loaded machine may have woken some already
 	src.mu.Unlock()
 	require.Eventually(t, func() bool { return woken[2].Load() != 0 }, 30*time.Second, time.Millisecond, "the member with the third Timeout wakes")
 	for i, timeout := range timeouts[:3] {
@@ -406,6 +407,8 @@ func TestTheWatchdogWakesBoundMembersByTheirOwnDeadline(t *testing.T) {
 	}
 	assert.Zero(t, woken[3].Load(), "the member whose Timeout has not passed does not wake")
 	assert.True(t, parked(members[3]), "and its timer stays parked, for the watchdog or the next beat")
+	assert.Equal(t, uint64(3), c.Stats().PairBarked-barked, "the watchdog counts the members it woke")
+	assert.Equal(t, c.Stats().PairBarked, c.Stats().PairEvents()["barked"])
 }
 
 // wakeAt records when the member's election timer fired, on the shell's clock.
