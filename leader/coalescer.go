@@ -32,15 +32,18 @@ import (
 //     acknowledgements, so failover and handover pay no linger.
 //  3. Sender side: the member appends an entry to its node's outbox for the
 //     destination node (under coalescer.mu); the first entry into an empty
-//     outbox sets the outbox's timer for a linger (lingerFor), whose
+//     outbox (but a pair beat's or a PairAck's, below) sets the outbox's
+//     timer for a linger (lingerFor), whose
 //     callback sends the entries as MessageHeartbeatBatch frames of at most
 //     maxBatchEntries to the destination's coalescer; a full outbox is sent
 //     at once by the member that filled it. The pair beats of a grid
 //     instant and the PairAcks of a received frame (rule 8) leave at once
 //     from the goroutine that queued them (flushNow), when the runtime can
-//     send without waiting (node.TrySend); when the connection's queue is
-//     full they wait for the outbox's flusher, in front of what came after
-//     them. One flush of an outbox at a time sends its frames in the order
+//     send without waiting (node.TrySend), and set the outbox's timer only
+//     when they cannot: when the connection's queue is full they wait for
+//     the outbox's flusher, at once, in front of what came after them;
+//     without TrySend, or behind another flush of the outbox under way,
+//     for a linger at most. One flush of an outbox at a time sends its frames in the order
 //     their entries came. A failed send reports
 //     SendFailed to every member whose entries it carried, as a direct send
 //     would.
@@ -223,8 +226,8 @@ type CoalescerStats struct {
 	// PairBound the slots bound to a member, PairRefused the slots refused
 	// (on either side), PairUnbound the bindings ended, PairKept the
 	// bindings that stood through their member's wake-up, its answer the
-	// same after it, PairBarked the bound members whose election timer the
-	// pair's watchdog fired because its beats stopped (rule 8).
+	// same after it, PairBarked the bound members whose parked election
+	// timer the pair's watchdog fired because its beats stopped (rule 8).
 	Paired, Unpaired, PairBeatsOut, PairAcksIn, PairResets, PairFailed uint64
 	PairBeatsIn, PairBound, PairRefused, PairUnbound, PairKept         uint64
 	PairBarked                                                         uint64
@@ -364,7 +367,8 @@ type outbox struct {
 	// (rule 8); each travels in the next frame, in order.
 	beats    []PairBeat
 	beatAcks []PairAck
-	// flusher flushes the outbox a linger after its first entry; scheduled
+	// flusher flushes the outbox a linger after its first entry (a pair
+	// beat's or PairAck's only when flushNow could not send it); scheduled
 	// says it is set.
 	flusher   timerLoop
 	scheduled bool

@@ -447,10 +447,12 @@ func (pb *pairBeats) fire(now time.Duration) {
 	}
 	pb.mu.Unlock()
 	pb.coal.stats.pairBeatsOut.Add(uint64(len(beaten)))
-	pb.apply(&fx)
+	// The beats leave first: the effects (thousands of timers resumed when
+	// a pair resets) touch no outbox, and would otherwise delay them.
 	for _, dest := range beaten {
 		pb.coal.flushNow(dest, pb.linger)
 	}
+	pb.apply(&fx)
 }
 
 // unpairAll unpairs every leader with a slot on po, to resume at now.

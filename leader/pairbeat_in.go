@@ -128,11 +128,10 @@ func (src *pairIn) bark() {
 		src.watchdog.Reset(src.overdue[src.next].at - now)
 	}
 	src.mu.Unlock()
-	if src.stats != nil {
-		src.stats.pairBarked.Add(uint64(len(due)))
-	}
 	for _, ib := range due {
-		ib.fireParked()
+		if ib.fireParked() {
+			src.stats.pairBarked.Add(1)
+		}
 	}
 }
 

@@ -195,25 +195,27 @@ func (ib *inbox) resumeElection() {
 // goroutine, as its Go timer would have at its deadline: the pair's
 // watchdog wakes the bound members whose timeout passed so (rule 8). A
 // timer scheduled or cancelled since is left to that; one whose deadline
-// moved later is scheduled for it. Called with no inbox or pair lock held.
-func (ib *inbox) fireParked() {
+// moved later is scheduled for it. It reports whether it fired the timer.
+// Called with no inbox or pair lock held.
+func (ib *inbox) fireParked() bool {
 	t := ib.electionTimer()
 	if t == nil {
-		return
+		return false
 	}
 	t.mu.Lock()
 	if t.runAt != 0 || t.due == 0 {
 		t.mu.Unlock()
-		return
+		return false
 	}
 	if now := sinceEpoch(time.Now()); t.due > now {
 		t.schedule(now, ib.owner, election.TimerElection)
 		t.mu.Unlock()
-		return
+		return false
 	}
 	t.runAt = t.due
 	t.mu.Unlock()
 	t.fire(ib.owner, election.TimerElection)
+	return true
 }
 
 // resume schedules t for its deadline when it has one and nothing is
