@@ -253,6 +253,10 @@ func TestBench(t *testing.T) {
 		assert.Equal(t, 2, rows[0].FailoverAlone.N)
 		assert.Positive(t, rows[0].NodeDownCPU, "the survivors' CPU with the node down")
 		assert.Len(t, rows[0].OthersReElected, 2, "the clusters the loss did not touch, counted per kill")
+		require.Len(t, rows[0].KillCoalescer, 2, "and the survivors' coalescer counters, per kill")
+		for _, k := range rows[0].KillCoalescer {
+			assert.Positive(t, k.PairBeatsIn, "pair beats flow among the survivors until elections stop")
+		}
 		assert.Positive(t, rows[0].FailoverCPU, "the CPU a failover cost")
 		assert.Positive(t, rows[0].FailoverWork, "the time half the failovers need at that cost")
 	})

@@ -149,6 +149,11 @@ type scaleRow struct {
 	// leader was elsewhere had a new term by the time elections had stopped:
 	// what the loss cost the clusters it did not touch (0 is the target).
 	OthersReElected []int `json:"node_kill_others_reelected,omitempty"`
+	// KillCoalescer is, for each node-kill trial, what the survivors'
+	// coalescers counted from the kill until elections had stopped: how
+	// many leaders were unpaired and paired again, bindings ended, members
+	// woken by a silent pair (PairBarked), beside OthersReElected.
+	KillCoalescer []leader.CoalescerStats `json:"node_kill_coalescer,omitempty"`
 	// FailoverError says why the failover trials stopped early (a cluster
 	// that found no new leader in time is a finding, not a failed run).
 	FailoverError string `json:"failover_error,omitempty"`
@@ -421,6 +426,7 @@ type scaleRun struct {
 	// othersReElected is OthersReElected.
 	nodeDownCPU     float64
 	othersReElected []int
+	killCoalescer   []leader.CoalescerStats // KillCoalescer
 	// killWork is, per node-kill trial, how many clusters lost their leader
 	// and the process's CPU until all of them had a new one.
 	killWork []killWork
@@ -670,6 +676,7 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 		}
 		row.NodeDownCPU = s.nodeDownCPU
 		row.OthersReElected = s.othersReElected
+		row.KillCoalescer = s.killCoalescer
 		row.FailoverCPU, row.FailoverWork = failoverWork(s.killWork, runtime.GOMAXPROCS(0))
 	}
 	return row, nil
@@ -781,6 +788,18 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 		coal = coal.Plus(leader.ReadCoalescer(n))
 	}
 	return net, coal
+}
+
+// survivorsCoalescer sums the coalescer counters of every node but victim:
+// the ones a node-kill trial reads before and after, its victim gone.
+func (s *scaleRun) survivorsCoalescer(victim int) leader.CoalescerStats {
+	coal := leader.CoalescerStats{Dropped: map[string]uint64{}}
+	for i, n := range s.nodes.Nodes() {
+		if n != nil && i != victim {
+			coal = coal.Plus(leader.ReadCoalescer(n))
+		}
+	}
+	return coal
 }
 
 // memberMessages sums the messages every member's mailbox has taken. A
@@ -897,6 +916,7 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 			others[k] = a.Term
 		}
 	}
+	coal0 := s.survivorsCoalescer(victim)
 	c0, err := cpuTime()
 	if err != nil {
 		return nil, err
@@ -951,6 +971,7 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 		}
 	}
 	s.othersReElected = append(s.othersReElected, reElected)
+	s.killCoalescer = append(s.killCoalescer, s.survivorsCoalescer(victim).Since(coal0))
 	if err := s.nodes.Restart(victim); err != nil {
 		return nil, err
 	}
