@@ -203,7 +203,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	core, err := election.NewLent(cfg, process.PID(), hs, time.Now(), room.lent())
 	if err != nil {
 		readyRooms.Put(room) // New failed before it used the room
-		a.unregister()
+		a.teardown()
 		return fmt.Errorf("leader: %w", err)
 	}
 	a.core = core
@@ -212,7 +212,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
 		if a.more().sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
-			a.unregister()
+			a.teardown()
 			return err
 		}
 		a.onSameHostTick(time.Now())
@@ -224,15 +224,29 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 	a.flush()
 	if err := a.takeFatal(); err != nil {
-		if a.few().sameHost != nil {
-			if rerr := a.few().sameHost.release(); rerr != nil {
-				a.Log().Warning("leader: releasing the same-host cell: %v", rerr)
-			}
-		}
-		a.unregister()
+		a.withdrawSteady()
+		a.teardown() // the flush may have set timers
 		return err
 	}
 	return nil
+}
+
+// teardown undoes what ProcessInit set up once the actor registered: its
+// timers, the reconfirm timer, the registration and the same-host cell.
+// ProcessTerminate runs it, and so does an Init that fails after
+// registering.
+func (a *Actor) teardown() {
+	a.stopTimers()
+	a.stopReconfirm()
+	a.unregister()
+	if sh := a.few().sameHost; sh != nil {
+		if sh.cancel != nil {
+			sh.cancel()
+		}
+		if err := sh.release(); err != nil {
+			a.Log().Warning("leader: releasing the same-host cell: %v", err)
+		}
+	}
 }
 
 // actorOptions are the Options fields the shell reads after Init, under
@@ -292,17 +306,7 @@ func (a *Actor) ProcessTerminate(reason error) {
 			a.Log().Error("leader: handing leadership over while terminating: %v", err)
 		}
 	}
-	a.stopTimers()
-	a.stopReconfirm()
-	a.unregister()
-	if a.few().sameHost != nil {
-		if a.few().sameHost.cancel != nil {
-			a.few().sameHost.cancel()
-		}
-		if err := a.few().sameHost.release(); err != nil {
-			a.Log().Warning("leader: releasing the same-host cell: %v", err)
-		}
-	}
+	a.teardown()
 	a.behavior.Terminate(reason)
 }
 

@@ -463,12 +463,10 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 	switch {
 	case full && mode != flushInline:
 		// Flushed now, on the flusher's goroutine.
-		ob.scheduled = true
-		ob.flusher.reset(0)
+		ob.flushIn(0)
 		full = false
 	case !full && !ob.scheduled && mode != flushNowNext:
-		ob.scheduled = true
-		ob.flusher.reset(linger)
+		ob.flushIn(linger)
 	}
 	c.mu.Unlock()
 	if full {
@@ -555,8 +553,7 @@ func (c *coalescer) schedule(dest gen.Atom, linger time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ob := c.out[dest]; ob != nil && !ob.scheduled {
-		ob.scheduled = true
-		ob.flusher.reset(linger)
+		ob.flushIn(linger)
 	}
 }
 
@@ -570,8 +567,14 @@ func (c *coalescer) putBack(ob *outbox, b MessageHeartbeatBatch) {
 	ob.acks = append(b.Acks, ob.acks...)
 	ob.beats = append(b.Beats, ob.beats...)
 	ob.beatAcks = append(b.BeatAcks, ob.beatAcks...)
+	ob.flushIn(0)
+}
+
+// flushIn has ob's flusher send what waits in ob after d. Called with the
+// coalescer's mu held.
+func (ob *outbox) flushIn(d time.Duration) {
 	ob.scheduled = true
-	ob.flusher.reset(0)
+	ob.flusher.reset(d)
 }
 
 // flush sends what waits for dest, in frames of at most maxBatchEntries,

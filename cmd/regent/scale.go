@@ -777,7 +777,6 @@ func (s *scaleRun) failoverAlone(ctx context.Context) (summary, error) {
 // traffic sums every node's network counters and coalescer counters.
 func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 	var net gen.NetworkStats
-	coal := leader.CoalescerStats{Dropped: map[string]uint64{}}
 	for _, n := range s.nodes.Nodes() {
 		if n == nil {
 			continue
@@ -785,17 +784,17 @@ func (s *scaleRun) traffic() (gen.NetworkStats, leader.CoalescerStats) {
 		st := n.Network().Stats()
 		net.FramesOut += st.FramesOut
 		net.BytesOut += st.BytesOut
-		coal = coal.Plus(leader.ReadCoalescer(n))
 	}
-	return net, coal
+	return net, s.coalescers(-1)
 }
 
-// survivorsCoalescer sums the coalescer counters of every node but victim:
-// the ones a node-kill trial reads before and after, its victim gone.
-func (s *scaleRun) survivorsCoalescer(victim int) leader.CoalescerStats {
+// coalescers sums the coalescer counters of every running node but the
+// one at index skip (-1: none), as a node-kill trial reads the survivors'
+// before and after, its victim gone.
+func (s *scaleRun) coalescers(skip int) leader.CoalescerStats {
 	coal := leader.CoalescerStats{Dropped: map[string]uint64{}}
 	for i, n := range s.nodes.Nodes() {
-		if n != nil && i != victim {
+		if n != nil && i != skip {
 			coal = coal.Plus(leader.ReadCoalescer(n))
 		}
 	}
@@ -916,7 +915,7 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 			others[k] = a.Term
 		}
 	}
-	coal0 := s.survivorsCoalescer(victim)
+	coal0 := s.coalescers(victim)
 	c0, err := cpuTime()
 	if err != nil {
 		return nil, err
@@ -971,7 +970,7 @@ func (s *scaleRun) nodeKill(ctx context.Context) ([]time.Duration, error) {
 		}
 	}
 	s.othersReElected = append(s.othersReElected, reElected)
-	s.killCoalescer = append(s.killCoalescer, s.survivorsCoalescer(victim).Since(coal0))
+	s.killCoalescer = append(s.killCoalescer, s.coalescers(victim).Since(coal0))
 	if err := s.nodes.Restart(victim); err != nil {
 		return nil, err
 	}
