@@ -98,6 +98,10 @@ import (
 //     slot only once a PairAck names it bound, and anything else falls back
 //     to rule 7. A steady cluster then costs nothing per tick on the wire,
 //     in the coalescers or in its timers.
+//  9. What a coalescer keeps per peer node (an outbox, either side of a
+//     pair) is forgotten once unused for a whole tidy period and empty
+//     (coalescer_tidy.go), so peers that come and go under new names
+//     leave nothing behind.
 //
 // A frame's sender node is the node its envelope names, which the runtime
 // checks against the peer of the connection it came on (a frame naming a
@@ -231,6 +235,10 @@ type CoalescerStats struct {
 	Paired, Unpaired, PairBeatsOut, PairAcksIn, PairResets, PairFailed uint64
 	PairBeatsIn, PairBound, PairRefused, PairUnbound, PairKept         uint64
 	PairBarked                                                         uint64
+	// Forgotten counts what the coalescer kept for a peer node and freed
+	// once unused for a whole tidy period (an outbox, either side of a
+	// pair; coalescer_tidy.go): it follows the peers that came and went.
+	Forgotten uint64
 	// Mismatched counts heartbeats answered ahead whose follower, stepping
 	// them later, sent another answer (sent too), and catch-ups on a steady
 	// beat its leader's core refused: 0 unless the core breaks the promise
@@ -274,7 +282,7 @@ func combineStats(a, b CoalescerStats, op func(a, b uint64) uint64) CoalescerSta
 		PairBeatsIn: op(a.PairBeatsIn, b.PairBeatsIn), PairBound: op(a.PairBound, b.PairBound),
 		PairRefused: op(a.PairRefused, b.PairRefused), PairUnbound: op(a.PairUnbound, b.PairUnbound),
 		PairKept: op(a.PairKept, b.PairKept), PairBarked: op(a.PairBarked, b.PairBarked),
-		Mismatched: op(a.Mismatched, b.Mismatched), Dropped: make(map[string]uint64)}
+		Forgotten: op(a.Forgotten, b.Forgotten), Mismatched: op(a.Mismatched, b.Mismatched), Dropped: make(map[string]uint64)}
 	for r, v := range a.Dropped {
 		if n := op(v, b.Dropped[r]); n > 0 {
 			c.Dropped[r] = n
@@ -312,6 +320,7 @@ type coalescerCounters struct {
 	pairResets, pairFailed                       atomic.Uint64
 	pairBeatsIn, pairBound, pairRefused          atomic.Uint64
 	pairUnbound, pairKept, pairBarked            atomic.Uint64
+	forgotten                                    atomic.Uint64
 	dropped                                      [len(dropReasons)]atomic.Uint64
 }
 
@@ -333,7 +342,8 @@ type coalescer struct {
 
 	// mu guards out and every outbox in it. Members take it to append an
 	// entry, an outbox's timer to take the entries. It is never held while
-	// sending or taking another lock.
+	// sending, nor while waiting for another lock than an outbox
+	// flusher's (tidying tries an outbox's sending, which never waits).
 	mu  sync.Mutex
 	out map[gen.Atom]*outbox
 
@@ -372,6 +382,9 @@ type outbox struct {
 	// says it is set.
 	flusher   timerLoop
 	scheduled bool
+	// unused says no entry came since the coalescer process last tidied
+	// (coalescer_tidy.go).
+	unused bool
 	// sending is held from taking the entries to sending them (flush,
 	// flushNow), so that the outbox's frames leave in the order its
 	// entries came: pair beats out of sequence reset their pair. Taken
@@ -449,6 +462,7 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 		ob.flusher.fn = func() { c.flush(dest) }
 		c.out[dest] = ob
 	}
+	ob.unused = false
 	switch {
 	case it.hb != nil:
 		ob.heartbeats = append(ob.heartbeats, *it.hb)
@@ -475,14 +489,12 @@ func (c *coalescer) enqueueMode(dest gen.Atom, it outItem, linger time.Duration,
 	return true
 }
 
-// take removes and returns the entries waiting for dest.
-func (c *coalescer) take(dest gen.Atom) (MessageHeartbeatBatch, bool) {
+// takeOut removes and returns the entries waiting in ob: in the outbox
+// the caller holds sending for, never in a newer one of the same node made
+// after ob was forgotten (coalescer_tidy.go).
+func (c *coalescer) takeOut(ob *outbox) (MessageHeartbeatBatch, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ob := c.out[dest]
-	if ob == nil {
-		return MessageHeartbeatBatch{}, false
-	}
 	b := MessageHeartbeatBatch{Heartbeats: ob.heartbeats, Acks: ob.acks, Beats: ob.beats, BeatAcks: ob.beatAcks}
 	// The taken slices travel in a message the runtime may still hold; the
 	// next entries go to fresh ones, sized for as many.
@@ -529,7 +541,7 @@ func (c *coalescer) flushNow(dest gen.Atom, linger time.Duration) {
 		return
 	}
 	defer ob.sending.Unlock()
-	all, ok := c.take(dest)
+	all, ok := c.takeOut(ob)
 	if !ok {
 		return
 	}
@@ -586,7 +598,7 @@ func (c *coalescer) flush(dest gen.Atom) {
 	}
 	ob.sending.Lock()
 	defer ob.sending.Unlock()
-	all, ok := c.take(dest)
+	all, ok := c.takeOut(ob)
 	if !ok {
 		return
 	}
@@ -714,7 +726,8 @@ func (c *coalescer) Stats() CoalescerStats {
 		PairBeatsIn: c.stats.pairBeatsIn.Load(), PairBound: c.stats.pairBound.Load(),
 		PairRefused: c.stats.pairRefused.Load(), PairUnbound: c.stats.pairUnbound.Load(),
 		PairKept: c.stats.pairKept.Load(), PairBarked: c.stats.pairBarked.Load(),
-		Dropped: make(map[string]uint64),
+		Forgotten: c.stats.forgotten.Load(),
+		Dropped:   make(map[string]uint64),
 	}
 	for i, r := range dropReasons {
 		if n := c.stats.dropped[i].Load(); n > 0 {

@@ -18,6 +18,8 @@ type coalescerProcess struct {
 	gen.Process
 	c     *coalescer
 	share *nodeShare
+	// tidyCancel stops the pending tidyTick (coalescer_tidy.go).
+	tidyCancel gen.CancelFunc
 }
 
 // deliveryTarget is a member as an entry addresses it: by PID, or by its
@@ -43,6 +45,7 @@ func (p *coalescerProcess) ProcessInit(process gen.Process, args ...any) error {
 	p.Process = process
 	pid := process.PID()
 	p.c.pid.Store(&pid)
+	p.armTidy()
 	return nil
 }
 
@@ -64,9 +67,16 @@ func (p *coalescerProcess) handle(m *gen.MailboxMessage) error {
 	case gen.MailboxMessageTypeRequest:
 		return act.Answer(p, m, nil, fmt.Errorf("leader: the heartbeat coalescer takes no requests: %w", gen.ErrUnsupported))
 	default:
-		if b, isBatch := m.Message.(MessageHeartbeatBatch); isBatch {
-			p.receive(m.From, b)
+		switch msg := m.Message.(type) {
+		case MessageHeartbeatBatch:
+			p.receive(m.From, msg)
 			return nil
+		case tidyTick:
+			if m.From == p.PID() {
+				p.tidy()
+				p.armTidy()
+				return nil
+			}
 		}
 		p.c.stats.drop(dropUnexpectedMessage, 1)
 	}
@@ -151,6 +161,9 @@ func (p *coalescerProcess) deliver(t deliveryTarget, in inbound) {
 // use it (killed from outside, say); after the last member, or with the
 // node, it just ends.
 func (p *coalescerProcess) ProcessTerminate(reason error) {
+	if p.tidyCancel != nil {
+		p.tidyCancel()
+	}
 	p.share.coalescerEnded(p.Process, reason)
 }
 
@@ -170,6 +183,7 @@ func (p *coalescerProcess) inspect() map[string]string {
 		"coalescer:beaten_ahead":  strconv.FormatUint(s.BeatenAhead, 10),
 		"coalescer:taken":         strconv.FormatUint(s.Taken, 10),
 		"coalescer:mismatched":    strconv.FormatUint(s.Mismatched, 10),
+		"coalescer:forgotten":     strconv.FormatUint(s.Forgotten, 10),
 		"coalescer:dropped":       formatCounts(s.Dropped),
 		"coalescer:pairs":         formatCounts(s.PairEvents()),
 		"coalescer:campaign_gate": formatCounts(ReadCampaignGate().Events()),

@@ -189,9 +189,9 @@ var actorKeys = []actorKey{
 // formatCoalescer renders the node's coalescer counters for ergo:coalescer
 // (the drops have a key of their own).
 func formatCoalescer(s CoalescerStats) string {
-	return fmt.Sprintf("running=%t frames_out=%d entries_out=%d flushes=%d failed_frames=%d frames_in=%d entries_in=%d deliveries=%d held=%d answered=%d beaten_ahead=%d taken=%d mismatched=%d pair_beats_out=%d pair_acks_in=%d pair_beats_in=%d",
+	return fmt.Sprintf("running=%t frames_out=%d entries_out=%d flushes=%d failed_frames=%d frames_in=%d entries_in=%d deliveries=%d held=%d answered=%d beaten_ahead=%d taken=%d mismatched=%d pair_beats_out=%d pair_acks_in=%d pair_beats_in=%d forgotten=%d",
 		s.Running, s.FramesOut, s.EntriesOut, s.Flushes, s.FailedFrames, s.FramesIn, s.EntriesIn, s.Deliveries, s.Held, s.Answered, s.BeatenAhead, s.Taken, s.Mismatched,
-		s.PairBeatsOut, s.PairAcksIn, s.PairBeatsIn)
+		s.PairBeatsOut, s.PairAcksIn, s.PairBeatsIn, s.Forgotten)
 }
 
 // InspectKeys returns the names of every election inspection key, in the order

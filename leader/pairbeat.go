@@ -146,6 +146,7 @@ type pairOut struct {
 	covered     int           // slots covered by the last PairAck
 	coverWindow time.Duration // the shortest window of a slot joined since the pair was last empty
 	joinCap     int           // the joins a beat may carry; zero for maxBatchEntries
+	unused      bool          // no slot joined since the coalescer process last tidied (coalescer_tidy.go)
 }
 
 // pairedLeader is a leader whose ticks the pair beats do.
@@ -285,6 +286,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 				trailing: make(map[uint32]*beatSlot), pending: make(map[uint32]*beatSlot)}
 			pb.pairs[m.PID.Node] = po
 		}
+		po.unused = false
 		if len(po.slots) == 0 {
 			po.coverWindow = b.Window
 		}
@@ -421,14 +423,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 	pb.tick++
 	pb.lastTick = now
 	for _, po := range pb.pairs {
-		for id, s := range po.trailing {
-			// An acknowledgement owed that has not come within a window
-			// is not coming in time to count: its leader judged the
-			// silence by then.
-			if now-s.leftAt >= 2*s.leader.window {
-				delete(po.trailing, id)
-			}
-		}
+		po.expireTrailing(now)
 		if len(po.slots) == 0 && len(po.leaves) == 0 && len(po.joins) == 0 {
 			continue
 		}
@@ -453,6 +448,18 @@ func (pb *pairBeats) fire(now time.Duration) {
 		pb.coal.flushNow(dest, pb.linger)
 	}
 	pb.apply(&fx)
+}
+
+// expireTrailing forgets the slots that left more than two of their
+// leader's windows before now: an acknowledgement owed that has not come
+// by then is not coming in time to count, as its leader judged the
+// silence. Called with mu held.
+func (po *pairOut) expireTrailing(now time.Duration) {
+	for id, s := range po.trailing {
+		if now-s.leftAt >= 2*s.leader.window {
+			delete(po.trailing, id)
+		}
+	}
 }
 
 // unpairAll unpairs every leader with a slot on po, to resume at now.

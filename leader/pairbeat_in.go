@@ -74,6 +74,9 @@ type pairIn struct {
 	stepping map[uint32]*pairBinding
 	// stats are the coalescer's counters; the watchdog counts its firings.
 	stats *coalescerCounters
+	// unused says no beat came since the coalescer process last tidied
+	// (coalescer_tidy.go).
+	unused bool
 }
 
 // watching reports whether the watchdog will resume a parked election
@@ -315,6 +318,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	at := sinceEpoch(now)
 	c.stats.pairBeatsIn.Add(1)
 	src.mu.Lock()
+	src.unused = false
 	ack := PairAck{Interval: b.Interval, Epoch: b.Epoch, Tick: b.Tick}
 	switch {
 	case b.Epoch == src.epoch && b.Prev == src.prev && !src.poisoned && b.Tick > b.Prev:

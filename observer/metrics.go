@@ -41,14 +41,14 @@ type networkDescs struct {
 	// carried the frames out.
 	framesIn, framesOut, bytesIn, bytesOut, writes *prometheus.Desc
 	// coalescer: the node's heartbeat coalescer (leader.CoalescerStats).
-	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalDropped, coalPairs, gateEvents, gateWaiting *prometheus.Desc
+	coalFramesOut, coalEntriesOut, coalFailed, coalFramesIn, coalEntriesIn, coalAnswered, coalBeatenAhead, coalTaken, coalMismatched, coalForgotten, coalDropped, coalPairs, gateEvents, gateWaiting *prometheus.Desc
 }
 
 // all lists every description.
 func (d networkDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.peers, d.inFlight, d.rejected, d.dropped, d.collisions,
 		d.framesIn, d.framesOut, d.bytesIn, d.bytesOut, d.writes,
-		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalDropped, d.coalPairs, d.gateEvents, d.gateWaiting}
+		d.coalFramesOut, d.coalEntriesOut, d.coalFailed, d.coalFramesIn, d.coalEntriesIn, d.coalAnswered, d.coalBeatenAhead, d.coalTaken, d.coalMismatched, d.coalForgotten, d.coalDropped, d.coalPairs, d.gateEvents, d.gateWaiting}
 }
 
 func newMetrics(node gen.Node) *metrics {
@@ -96,6 +96,8 @@ func newMetrics(node gen.Node) *metrics {
 				"Acknowledgements taken for steady leaders without waking them.", []string{"node"}, nil),
 			coalMismatched: prometheus.NewDesc("regent_coalescer_mismatched_total",
 				"Heartbeats answered ahead whose follower then sent another answer, and catch-ups a steady leader's core refused: 0 unless there is a defect.", []string{"node"}, nil),
+			coalForgotten: prometheus.NewDesc("regent_coalescer_forgotten_total",
+				"What the coalescer kept for a peer node (an outbox, either side of a pair) and freed once unused for a whole tidy period: it follows the peers that came and went.", []string{"node"}, nil),
 			coalDropped: prometheus.NewDesc("regent_coalescer_dropped_total",
 				"Entries the node's coalescer dropped, by reason.", []string{"node", "reason"}, nil),
 			coalPairs: prometheus.NewDesc("regent_coalescer_pair_events_total",
@@ -157,7 +159,7 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 		m.network.bytesOut: s.BytesOut, m.network.writes: s.Writes,
 		m.network.coalFramesOut: coal.FramesOut, m.network.coalEntriesOut: coal.EntriesOut, m.network.coalFailed: coal.FailedFrames,
 		m.network.coalFramesIn: coal.FramesIn, m.network.coalEntriesIn: coal.EntriesIn,
-		m.network.coalAnswered: coal.Answered, m.network.coalBeatenAhead: coal.BeatenAhead, m.network.coalTaken: coal.Taken, m.network.coalMismatched: coal.Mismatched,
+		m.network.coalAnswered: coal.Answered, m.network.coalBeatenAhead: coal.BeatenAhead, m.network.coalTaken: coal.Taken, m.network.coalMismatched: coal.Mismatched, m.network.coalForgotten: coal.Forgotten,
 	} {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
 	}
