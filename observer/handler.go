@@ -46,8 +46,12 @@ func resolve(opts []Option) config {
 type Option func(*config)
 
 // WithSampleInterval sets how often the sampler reads the node's clusters,
-// which is both how often the live page updates and the resolution of the
-// failover histogram. Values of zero or below keep DefaultSampleInterval.
+// which is how often the live page and the metrics update and the
+// resolution of the failover histogram. Values of zero or below keep
+// DefaultSampleInterval. The sampler waits longer when reading takes more
+// than a tenth of the interval, so that it never spends more than a tenth
+// of the time reading (on a node of many clusters, where one reading
+// inspects thousands of members).
 func WithSampleInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -112,6 +116,7 @@ type Handler struct {
 func NewHandler(node gen.Node, opts ...Option) *Handler {
 	cfg := resolve(opts)
 	h := &Handler{node: node, hosts: cfg.hosts, mux: http.NewServeMux(), metrics: newMetrics(node)}
+	h.metrics.report = h.report
 	h.sampler = newSampler(node, cfg.sampleInterval, h.metrics)
 
 	registry := prometheus.NewPedanticRegistry()
@@ -272,8 +277,12 @@ type liveUpdate struct {
 	Timelines []Timeline `json:"timelines"`
 	// Error is why this sample could not be collected.
 	Error string `json:"error,omitempty"`
-	// IntervalMS is the sampling interval in milliseconds.
+	// IntervalMS is the sampling interval in milliseconds: the one asked
+	// for, or longer while collecting takes more than a tenth of it
+	// (CollectMS).
 	IntervalMS int64 `json:"interval_ms"`
+	// CollectMS is how long this sample took to collect, in milliseconds.
+	CollectMS int64 `json:"collect_ms"`
 }
 
 // serveEvents streams each new sample until the client leaves or the handler
@@ -295,7 +304,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		s, changed := h.sampler.current()
 		if s.seq != sent && s.seq != 0 {
-			update := liveUpdate{Report: s.report, Timelines: s.timelines, IntervalMS: h.sampler.interval.Milliseconds()}
+			update := liveUpdate{Report: s.report, Timelines: s.timelines, IntervalMS: s.next.Milliseconds(), CollectMS: s.took.Milliseconds()}
 			if s.err != nil {
 				update.Error = s.err.Error()
 			}

@@ -22,10 +22,14 @@ type memberGauge struct {
 }
 
 // metrics is the Prometheus collector of one observed node: per-member values
-// read fresh from inspection at every scrape, and the failover histogram the
-// sampler feeds.
+// from the sampler's latest collection (report), and the failover histogram
+// the sampler feeds.
 type metrics struct {
-	node     gen.Node
+	node gen.Node
+	// report is the handler's latest reading (Handler.report): a scrape
+	// adds no inspection of its own, so its cost does not grow with the
+	// clusters.
+	report   func() (Report, error)
 	members  []memberGauge
 	up       *prometheus.Desc
 	dropped  *prometheus.Desc
@@ -172,12 +176,13 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Collect reads every cluster of the node and sends its members' metrics. A
-// failed collection is sent as an invalid metric, so the scrape reports it.
+// Collect sends the members' metrics of the latest reading of the node's
+// clusters. A failed reading is sent as an invalid metric, so the scrape
+// reports it.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.failover.Collect(ch)
 	m.collectNetwork(ch)
-	report, err := Collect(m.node)
+	report, err := m.report()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(m.up, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,4 +220,50 @@ func sampleHasLeader(t *testing.T, data, cluster string) bool {
 	require.NoError(t, json.Unmarshal([]byte(data), &update))
 	c, ok := update.Report.Cluster(cluster)
 	return ok && c.Leader != ""
+}
+
+// countingMember is member, counting the inspections it answers.
+type countingMember struct {
+	member
+	inspections *atomic.Int64
+}
+
+func (m *countingMember) HandleInspect(from gen.PID, items ...string) map[string]string {
+	m.inspections.Add(1)
+	return m.member.HandleInspect(from, items...)
+}
+
+// A scrape serves the sampler's latest reading: however often /metrics is
+// scraped, the members are read at the sampler's pace only, so scraping a
+// node of many clusters costs it no readings of its own.
+func TestScrapesReadTheLatestSampleAndInspectNothing(t *testing.T) {
+	c := startCluster(t, "scraped", 3)
+	var inspections atomic.Int64
+	counted := &testCluster{id: "counted", nodes: c.nodes}
+	for i, n := range c.nodes {
+		opts := leader.Options{ClusterID: "counted"}
+		for j, other := range c.nodes {
+			if j != i {
+				opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: "counted", Node: other.Name()})
+			}
+		}
+		pid, err := n.SpawnRegister("counted", func() gen.ProcessBehavior { return &countingMember{inspections: &inspections} }, gen.ProcessOptions{}, opts)
+		require.NoError(t, err)
+		counted.pids = append(counted.pids, pid)
+	}
+	counted.healthy(t, 0)
+	s := serve(t, c.nodes[0], observer.WithSampleInterval(time.Hour))
+	// The first sample is taken at once; the next would be in an hour.
+	require.Eventually(t, func() bool {
+		families, err := scrape(s)
+		return err == nil && len(byNode(families, "regent_leader_term", "counted")) == 3
+	}, settle, poll, "the first sample never showed the counted cluster's members")
+	read := inspections.Load()
+	require.Positive(t, read, "the sample read the members")
+	for range 5 {
+		families, err := scrape(s)
+		require.NoError(t, err)
+		assert.Len(t, byNode(families, "regent_leader_term", "counted"), 3, "each scrape shows every member")
+	}
+	assert.Equal(t, read, inspections.Load(), "no scrape inspected a member")
 }
