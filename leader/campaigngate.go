@@ -52,6 +52,13 @@ import (
 // may always fire late), and a cluster below the capacity never waits.
 // Directed campaigns (a handover's TimeoutNow, a re-formed view) bypass
 // it: each has one candidate by design.
+//
+// Its places are the process's; its counters are kept for the process and
+// for each node's members (ReadCampaignGate, ReadNodeCampaignGate). A
+// member counts as waiting while the election timer firing that queued it
+// waits for a place: not once its core cancels, re-arms or takes that
+// timer, nor once it stops, though its entry stays until its turn (rule 3
+// passes it over then).
 
 // campaignsPerCore sizes the gate: rounds running at once per CPU the Go
 // runtime may use. At about 0.3 ms of CPU per round (4 peers asked), 32

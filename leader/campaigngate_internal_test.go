@@ -705,3 +705,30 @@ func TestCampaignGateCountsEachNodesMembersApart(t *testing.T) {
 	assert.Equal(t, onA.ProbesHeld, all.ProbesHeld)
 	assert.Equal(t, onA.Wait, all.Wait)
 }
+
+// A member whose timer fired again while its round ran gives its place on
+// and queues again (rule 2); when its actor then takes the firing that came
+// with its place, its core campaigns with it, and the firing that queued it
+// is moot: it no longer waits, and its turn finds it stale.
+func TestCampaignGateAMemberThatTakesItsFiringWhileQueuedNoLongerWaits(t *testing.T) {
+	g := newCampaignGate(1)
+	as := newGatedActors(t, g, 2)
+	fireElection(as[0]) // holds
+	fireElection(as[1]) // waits
+	fireElection(as[0]) // its round timed out: its place passes to as[1], it waits
+	require.Equal(t, []int{1, 1}, sentCounts(as))
+	require.Equal(t, gateQueued, gateState(as[0].inbox.owner.gate.Load()))
+	require.Equal(t, 1, g.Stats().Queued)
+
+	g.took(as[0].inbox.owner) // as Actor.handleMessage does before onTimerFired
+	_, due := as[0].onTimerFired(time.Now(), timerFired{kind: election.TimerElection})
+	require.True(t, due, "its core is ticked")
+	assert.Zero(t, g.Stats().Queued, "the firing that waited is taken: the member no longer waits")
+
+	g.took(as[1].inbox.owner)
+	g.endRound(as[1].inbox.owner) // as[0]'s turn: stale
+	st := g.Stats()
+	assert.Equal(t, uint64(1), st.Stale)
+	assert.Zero(t, st.Queued)
+	assert.Zero(t, st.Holding)
+}
