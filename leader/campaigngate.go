@@ -225,7 +225,8 @@ type CampaignGateStats struct {
 	// and Holding how many do now: the places are the process's, whoever
 	// reads them. Queued is how many members wait: their election timer
 	// fired and waits for a place (not one whose timer was cancelled or
-	// re-armed since, nor one whose actor stopped).
+	// re-armed since, nor one whose actor stopped; one whose deadline only
+	// moved later still does, as its turn decides: rule 3).
 	Capacity, Holding, Queued int
 	// Admitted counts election timer firings let through, Deferred those
 	// that had to wait, Passed the places given on by a member whose round
