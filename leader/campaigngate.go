@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/internal/election"
 )
 
@@ -51,6 +52,13 @@ import (
 // may always fire late), and a cluster below the capacity never waits.
 // Directed campaigns (a handover's TimeoutNow, a re-formed view) bypass
 // it: each has one candidate by design.
+//
+// Its places are the process's; its counters are kept for the process and
+// for each node's members (ReadCampaignGate, ReadNodeCampaignGate). A
+// member counts as waiting while the election timer firing that queued it
+// waits for a place: not once its core cancels, re-arms or takes that
+// timer, nor once it stops, though its entry stays until its turn (rule 3
+// passes it over then).
 
 // campaignsPerCore sizes the gate: rounds running at once per CPU the Go
 // runtime may use. At about 0.3 ms of CPU per round (4 peers asked), 32
@@ -85,37 +93,151 @@ type gateEntry struct {
 type campaignGate struct {
 	capacity int
 
-	// mu guards holding, waiting, maxQueue, queue and every owner's gate
-	// fields. It is taken after a shellTimer's mu (admit, from the timer's
-	// callback), never before: a place passed on is delivered after it is
+	// mu guards holding, queue, the waiting and maxQueue of the process's
+	// tally and of every node's, and every owner's gate fields. It is
+	// taken after a shellTimer's mu (admit, from the timer's callback;
+	// endWait), never before: a place passed on is delivered after it is
 	// released.
 	mu      sync.Mutex
 	holding int         // places given, taken by their actor or not
-	waiting int         // members queued: the queue's entries less those skipped
-	queue   []gateEntry // may hold entries whose owner left or queued again since: skipped
-	// maxQueue is the most members seen waiting at once.
-	maxQueue int
-
-	admitted, deferred, passed, stale, probesHeld atomic.Uint64
-	waitNanos                                     atomic.Int64
+	queue   []gateEntry // may hold entries whose member no longer waits: skipped, or found stale at its turn
+	// total is what the gate counted for every member of the process;
+	// each node's share counts its own members' (nodeShare.gate).
+	total gateTally
 }
 
 func newCampaignGate(capacity int) *campaignGate {
 	return &campaignGate{capacity: max(capacity, 1)}
 }
 
-// CampaignGateStats are the campaign gate's counters, for the whole process.
+// gateEvent names a counter of the campaign gate.
+type gateEvent int
+
+const (
+	gateAdmitted   gateEvent = iota // election timer firings let through at once
+	gateDeferred                    // firings that had to wait
+	gatePassed                      // places given on by a round that timed out while others waited
+	gateStale                       // places given to a member that did not campaign with them
+	gateProbesHeld                  // probe timer firings held for a waiting member
+	gateEvents
+)
+
+// gateTally is what the gate counted for a set of members: the process's,
+// or one node's.
+type gateTally struct {
+	events    [gateEvents]atomic.Uint64
+	waitNanos atomic.Int64
+	// waiting is how many of the members wait (their election timer's
+	// firing waits for a place), maxQueue the most seen at once; guarded
+	// by the gate's mu.
+	waiting, maxQueue int
+}
+
+// startWait counts a member that begins to wait. Called with the gate's mu
+// held.
+func (c *gateTally) startWait() {
+	c.waiting++
+	c.maxQueue = max(c.maxQueue, c.waiting)
+}
+
+// endWait counts a member whose wait of d ended. Called with the gate's mu
+// held.
+func (c *gateTally) endWait(d time.Duration) {
+	c.waiting--
+	c.waitNanos.Add(int64(d))
+}
+
+// stats reads the tally, with the gate's capacity and holding. Called with
+// the gate's mu held.
+func (c *gateTally) stats(g *campaignGate) CampaignGateStats {
+	return CampaignGateStats{Capacity: g.capacity, Holding: g.holding, Queued: c.waiting,
+		Admitted: c.events[gateAdmitted].Load(), Deferred: c.events[gateDeferred].Load(), Passed: c.events[gatePassed].Load(),
+		Stale: c.events[gateStale].Load(), ProbesHeld: c.events[gateProbesHeld].Load(),
+		Wait: time.Duration(c.waitNanos.Load()), MaxQueue: c.maxQueue}
+}
+
+// nodeTally is the tally of o's node; nil for an owner that joined no
+// node's share (tests).
+func (o *timerOwner) nodeTally() *gateTally {
+	if o.coal == nil || o.coal.share == nil {
+		return nil
+	}
+	return &o.coal.share.gate
+}
+
+// count counts an event of o's, for the process and for o's node.
+func (g *campaignGate) count(o *timerOwner, e gateEvent) {
+	g.total.events[e].Add(1)
+	if n := o.nodeTally(); n != nil {
+		n.events[e].Add(1)
+	}
+}
+
+// startWaitLocked counts o as waiting from now: its election timer's
+// firing waits for a place. Called with mu held.
+func (g *campaignGate) startWaitLocked(o *timerOwner, now time.Duration) {
+	o.gateWaits, o.gateSince = true, now
+	g.total.startWait()
+	if n := o.nodeTally(); n != nil {
+		n.startWait()
+	}
+}
+
+// endWaitLocked ends o's wait when it waits: each wait is counted out once,
+// however it ends (a place, a cancelled or re-armed timer, the member's
+// end). Called with mu held.
+func (g *campaignGate) endWaitLocked(o *timerOwner, now time.Duration) {
+	if !o.gateWaits {
+		return
+	}
+	o.gateWaits = false
+	d := now - o.gateSince
+	g.total.endWait(d)
+	if n := o.nodeTally(); n != nil {
+		n.endWait(d)
+	}
+}
+
+// endWait ends the wait of o, in the queue, whose election timer's firing
+// that waited for a place was cancelled, re-armed or taken. Its entry
+// stays: at its turn it campaigns if that timer fired again meanwhile,
+// which made it wait again (admit), and is found stale otherwise (rule 3).
+// Called with the election timer's mu held.
+func (o *timerOwner) endWait() {
+	// Only admit, called with the election timer's mu held, queues o: a
+	// state read here that is not gateQueued stays so.
+	if o.campaigns == nil || gateState(o.gate.Load()) != gateQueued {
+		return
+	}
+	g := o.campaigns
+	now := sinceEpoch(time.Now())
+	g.mu.Lock()
+	if gateState(o.gate.Load()) == gateQueued {
+		g.endWaitLocked(o, now)
+	}
+	g.mu.Unlock()
+}
+
+// CampaignGateStats are the campaign gate's counters: for the members of
+// the whole process (ReadCampaignGate), or of one node (ReadNodeCampaignGate).
 type CampaignGateStats struct {
-	// Capacity is how many members may campaign at once; Holding how many
-	// do now and Queued how many wait.
+	// Capacity is how many members of the process may campaign at once,
+	// and Holding how many do now: the places are the process's, whoever
+	// reads them. Queued is how many members wait: their election timer
+	// fired and waits for a place (not one whose timer was cancelled or
+	// re-armed since, nor one whose actor stopped; one whose deadline only
+	// moved later still does, as its turn decides: rule 3).
 	Capacity, Holding, Queued int
 	// Admitted counts election timer firings let through, Deferred those
 	// that had to wait, Passed the places given on by a member whose round
-	// timed out while others waited, and Stale the waits that ended without
-	// a campaign (the member's deadline moved, or it stopped). ProbesHeld
-	// counts the probe timer firings of waiting members held for their turn.
+	// timed out while others waited, and Stale the places given to a
+	// waiting member that did not campaign with them (its deadline moved,
+	// its timer was cancelled or re-armed, or it is gone). ProbesHeld
+	// counts the probe timer firings of waiting members held for their
+	// turn.
 	Admitted, Deferred, Passed, Stale, ProbesHeld uint64
-	// Wait is the total time members waited; MaxQueue the longest queue seen.
+	// Wait is the total time members waited; MaxQueue the most members
+	// seen waiting at once.
 	Wait     time.Duration
 	MaxQueue int
 }
@@ -136,17 +258,35 @@ func (s CampaignGateStats) Events() map[string]uint64 {
 	return e
 }
 
-// ReadCampaignGate returns the counters of the process's campaign gate.
+// ReadCampaignGate returns the counters of the process's campaign gate, for
+// the members of all its nodes.
 func ReadCampaignGate() CampaignGateStats { return campaigns.Stats() }
 
-// Stats returns the gate's counters.
+// ReadNodeCampaignGate returns the counters of the process's campaign gate
+// for the members of node alone, counted since its first leader actor
+// started (as ReadCoalescer's are); Capacity and Holding are the
+// process's. Its counts are zero when no leader actor runs on node.
+func ReadNodeCampaignGate(node gen.Node) CampaignGateStats {
+	return campaigns.nodeStats(shareOf(node))
+}
+
+// Stats returns the gate's counters for the whole process.
 func (g *campaignGate) Stats() CampaignGateStats {
 	g.mu.Lock()
-	holding, queued, maxQueue := g.holding, g.waiting, g.maxQueue
-	g.mu.Unlock()
-	return CampaignGateStats{Capacity: g.capacity, Holding: holding, Queued: queued,
-		Admitted: g.admitted.Load(), Deferred: g.deferred.Load(), Passed: g.passed.Load(), Stale: g.stale.Load(),
-		ProbesHeld: g.probesHeld.Load(), Wait: time.Duration(g.waitNanos.Load()), MaxQueue: maxQueue}
+	defer g.mu.Unlock()
+	return g.total.stats(g)
+}
+
+// nodeStats returns the gate's counters for the members of share's node;
+// nil counts none.
+func (g *campaignGate) nodeStats(share *nodeShare) CampaignGateStats {
+	var none gateTally
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if share == nil {
+		return none.stats(g)
+	}
+	return share.gate.stats(g)
 }
 
 // admit is asked by o's election timer t when it fires, with t's mu held:
@@ -158,24 +298,29 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 	defer g.mu.Unlock()
 	switch gateState(o.gate.Load()) {
 	case gateQueued:
-		return false, nil // still waiting: its place in the queue stands
+		// Still in the queue: its place stands, and it waits again when
+		// its wait ended since (endWait).
+		if !o.gateWaits {
+			g.startWaitLocked(o, now)
+		}
+		return false, nil
 	case gateHolding, gateGranted:
 		next := g.nextLocked(now)
 		if next == nil {
 			o.gate.Store(int32(gateGranted))
 			return true, nil // nobody waits: its next round goes on
 		}
-		g.passed.Add(1)
+		g.count(o, gatePassed)
 		g.enqueueLocked(t, o, now)
 		return false, next
 	}
 	if g.holding < g.capacity {
 		g.holding++
 		o.gate.Store(int32(gateGranted))
-		g.admitted.Add(1)
+		g.count(o, gateAdmitted)
 		return true, nil
 	}
-	g.deferred.Add(1)
+	g.count(o, gateDeferred)
 	g.enqueueLocked(t, o, now)
 	return false, nil
 }
@@ -184,26 +329,25 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 // the queue. Called with mu held.
 func (g *campaignGate) enqueueLocked(t *shellTimer, o *timerOwner, now time.Duration) {
 	o.gate.Store(int32(gateQueued))
-	o.gateSince = now
 	g.queue = append(g.queue, gateEntry{timer: t, owner: o})
-	g.waiting++
-	g.maxQueue = max(g.maxQueue, g.waiting)
+	g.startWaitLocked(o, now)
 }
 
-// nextLocked takes the oldest waiting member off the queue and gives it
-// the place being freed; nil when nobody waits. Called with mu held.
+// nextLocked takes the oldest member off the queue and gives it the place
+// being freed; nil when the queue is empty. The member may wait no more (its
+// timer was cancelled or re-armed): wake then finds it stale. Called with
+// mu held.
 func (g *campaignGate) nextLocked(now time.Duration) *gateEntry {
 	for len(g.queue) > 0 {
 		e := g.queue[0]
 		g.queue[0] = gateEntry{}
 		g.queue = g.queue[1:]
 		if gateState(e.owner.gate.Load()) != gateQueued {
-			continue // left, or queued again further back
+			continue // left, or queued again further back: its wait ended then
 		}
 		e.owner.gate.Store(int32(gateGranted))
-		g.waiting--
+		g.endWaitLocked(e.owner, now)
 		e.probe, e.owner.probeHeld = e.owner.probeHeld, false
-		g.waitNanos.Add(int64(now - e.owner.gateSince))
 		if len(g.queue) == 0 {
 			g.queue = nil // let the backing array go
 		}
@@ -227,7 +371,7 @@ func (g *campaignGate) release(o *timerOwner) {
 		// held for it is for nobody.
 		o.gate.Store(int32(gateIdle))
 		o.probeHeld = false
-		g.waiting--
+		g.endWaitLocked(o, now)
 	}
 	g.mu.Unlock()
 	g.wake(next)
@@ -244,7 +388,7 @@ func (g *campaignGate) holdProbe(o *timerOwner) bool {
 	}
 	if !o.probeHeld {
 		o.probeHeld = true
-		g.probesHeld.Add(1)
+		g.count(o, gateProbesHeld)
 	}
 	return true
 }
@@ -299,7 +443,7 @@ func (g *campaignGate) wake(e *gateEntry) {
 		if sent {
 			return
 		}
-		g.stale.Add(1)
+		g.count(o, gateStale)
 		g.mu.Lock()
 		e = nil
 		if gateState(o.gate.Load()) == gateGranted {

@@ -44,10 +44,34 @@ func (m *gated) fireDue() {
 }
 
 // moveDeadline moves m's election deadline an hour ahead lazily, as
-// Actor.extendElection does when its leader is heard from.
+// Actor.extendElection does when its leader is heard from: when its timer
+// is armed.
 func (m *gated) moveDeadline() {
 	m.timer.mu.Lock()
-	m.timer.due = sinceEpoch(time.Now()) + time.Hour
+	if m.timer.due != 0 {
+		m.timer.due = sinceEpoch(time.Now()) + time.Hour
+	}
+	m.timer.mu.Unlock()
+}
+
+// cancel cancels m's election timer, as Actor.applyTimer does.
+func (m *gated) cancel() {
+	m.timer.mu.Lock()
+	m.timer.due = 0
+	m.timer.stop(m.owner)
+	m.timer.leftGate(m.owner, election.TimerElection)
+	m.timer.mu.Unlock()
+}
+
+// rearm arms m's election timer an hour ahead, as Actor.applyTimer does.
+func (m *gated) rearm() {
+	m.timer.mu.Lock()
+	now := sinceEpoch(time.Now())
+	m.timer.due = now + time.Hour
+	if m.timer.runAt == 0 || m.timer.due < m.timer.runAt {
+		m.timer.schedule(now, m.owner, election.TimerElection)
+	}
+	m.timer.leftGate(m.owner, election.TimerElection)
 	m.timer.mu.Unlock()
 }
 
@@ -220,10 +244,12 @@ func TestCampaignGateRule4AWaitingMemberProbesWithItsTurn(t *testing.T) {
 }
 
 // The gate's invariants under any interleaving of firings, moved deadlines,
-// ended rounds and stopped members: never more places held than its
-// capacity, the held count is the members holding, every member waiting
-// is in the queue, and once every round ends, every member still due has
-// had its firing (none is forgotten in the queue).
+// cancelled and re-armed timers, ended rounds and stopped members: never
+// more places held than its capacity, the held count is the members
+// holding, every member in the queue has its entry there, the waiting
+// count is the queued members whose fired timer waits (one whose timer was
+// cancelled or re-armed since does not), and once every round ends, every
+// member still due has had its firing (none is forgotten in the queue).
 func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		capacity := rapid.IntRange(1, 3).Draw(rt, "capacity")
@@ -237,7 +263,11 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for range steps {
 			m := ms[rapid.IntRange(0, len(ms)-1).Draw(rt, "member")]
-			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			switch rapid.IntRange(0, 7).Draw(rt, "op") {
+			case 6:
+				m.cancel()
+			case 7:
+				m.rearm()
 			case 0:
 				m.fireDue()
 			case 4:
@@ -271,6 +301,12 @@ func TestCampaignGateKeepsItsPlacesAndForgetsNoWaiter(t *testing.T) {
 }
 
 func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
+	fired := make([]bool, len(ms)) // its election timer fired and waits: not cancelled, nor scheduled again
+	for i, m := range ms {
+		m.timer.mu.Lock()
+		fired[i] = m.timer.runAt == 0 && m.timer.due != 0
+		m.timer.mu.Unlock()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	holding, waiting, inQueue := 0, 0, map[*timerOwner]bool{}
@@ -283,17 +319,25 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 			holding++
 		case gateQueued:
 			if !inQueue[m.owner] {
-				rt.Fatalf("member %d waits but is not in the queue", i)
+				rt.Fatalf("member %d is queued but not in the queue", i)
 			}
-			waiting++
+			if m.owner.gateWaits != fired[i] {
+				rt.Fatalf("member %d is queued, counted as waiting %v, its fired timer waiting %v", i, m.owner.gateWaits, fired[i])
+			}
+			if m.owner.gateWaits {
+				waiting++
+			}
 			continue
+		}
+		if m.owner.gateWaits {
+			rt.Fatalf("member %d is not queued, yet counted as waiting", i)
 		}
 		if m.owner.probeHeld {
 			rt.Fatalf("member %d does not wait, yet a probe is held for it", i)
 		}
 	}
-	if waiting != g.waiting {
-		rt.Fatalf("%d members wait, the gate counts %d", waiting, g.waiting)
+	if waiting != g.total.waiting {
+		rt.Fatalf("%d members wait, the gate counts %d", waiting, g.total.waiting)
 	}
 	if holding != g.holding || g.holding > g.capacity {
 		rt.Fatalf("%d members hold places, the gate counts %d, capacity %d", holding, g.holding, g.capacity)
@@ -510,4 +554,181 @@ func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.
 	a.settleCampaign()
 	assert.False(t, a.inbox.owner.holds(), "a member whose round can no longer time out holds no place")
 	assert.Zero(t, g.Stats().Holding)
+}
+
+// newGatedActors makes n actors whose election timers pass g, armed an hour
+// ahead, as their cores arm them; each has no core.
+func newGatedActors(t *testing.T, g *campaignGate, n int) []*Actor {
+	out := make([]*Actor, n)
+	for i := range out {
+		a := &Actor{}
+		a.inbox.owner = &timerOwner{process: &firings{}, pid: gen.PID{Node: "n@h", ID: uint64(i + 1), Creation: 1}, inbox: &a.inbox,
+			campaigns: g, election: &a.timers[election.TimerElection]}
+		a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection, Gen: 1}, After: time.Hour})
+		t.Cleanup(a.stopTimers)
+		out[i] = a
+	}
+	return out
+}
+
+// fireElection makes a's election timer due now and runs its callback, as
+// the Go timer would.
+func fireElection(a *Actor) {
+	tm := &a.timers[election.TimerElection]
+	tm.mu.Lock()
+	now := sinceEpoch(time.Now())
+	tm.due, tm.runAt = now, now
+	tm.mu.Unlock()
+	tm.fire(a.inbox.owner, election.TimerElection)
+}
+
+func sentCounts(as []*Actor) []int {
+	out := make([]int, len(as))
+	for i, a := range as {
+		out[i] = a.inbox.owner.process.(*firings).count()
+	}
+	return out
+}
+
+// Queued counts the members whose election timer's firing waits for a
+// place, and no other: a waiter whose core cancels or re-arms that timer,
+// or whose actor stops, no longer waits, and is not counted from then on,
+// though its place in the queue is only passed over at its turn. A re-armed
+// timer that fires while its member is still in the queue waits again, at
+// the member's place.
+func TestCampaignGateQueuedCountsOnlyTheMembersReallyWaiting(t *testing.T) {
+	g := newCampaignGate(1)
+	as := newGatedActors(t, g, 5)
+	for _, a := range as {
+		fireElection(a)
+	}
+	require.Equal(t, []int{1, 0, 0, 0, 0}, sentCounts(as))
+	require.Equal(t, 4, g.Stats().Queued)
+
+	as[1].applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection, Gen: 1}, Cancel: true})
+	assert.Equal(t, 3, g.Stats().Queued, "a waiter whose election timer is cancelled no longer waits")
+	as[2].applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection, Gen: 2}, After: time.Hour})
+	assert.Equal(t, 2, g.Stats().Queued, "nor one whose election timer is re-armed")
+	as[3].stopTimers()
+	assert.Equal(t, 1, g.Stats().Queued, "nor one that stops")
+	as[1].applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection, Gen: 2}, Cancel: true})
+	assert.Equal(t, 1, g.Stats().Queued, "cancelled twice, it is uncounted once")
+
+	fireElection(as[2]) // its re-armed timer fires while it is still in the queue
+	assert.Equal(t, 2, g.Stats().Queued, "it waits again")
+
+	g.took(as[0].inbox.owner)
+	g.endRound(as[0].inbox.owner) // the turn of as[1], cancelled: passed over to as[2]
+	assert.Equal(t, []int{1, 0, 1, 0, 0}, sentCounts(as), "the cancelled waiter is passed over; the one that waits again campaigns")
+	st := g.Stats()
+	assert.Equal(t, 1, st.Queued, "only as[4] waits")
+	assert.Equal(t, uint64(1), st.Stale)
+	g.took(as[2].inbox.owner)
+	g.endRound(as[2].inbox.owner) // as[3]'s entry, stopped, is skipped; as[4] campaigns
+	assert.Equal(t, []int{1, 0, 1, 0, 1}, sentCounts(as))
+	assert.Zero(t, g.Stats().Queued)
+	g.took(as[4].inbox.owner)
+	g.endRound(as[4].inbox.owner)
+	st = g.Stats()
+	assert.Zero(t, st.Holding)
+	assert.Zero(t, st.Queued, "no wait ended twice")
+	assert.Equal(t, 4, st.MaxQueue)
+}
+
+// gateOfCoalescer reads coalescer:campaign_gate from nd's coalescer process.
+func gateOfCoalescer(t *testing.T, nd gen.Node) map[string]uint64 {
+	share := shareOf(nd)
+	require.NotNil(t, share, "a leader actor runs on %s", nd.Name())
+	pid := share.coal.pid.Load()
+	require.NotNil(t, pid, "%s's coalescer process runs", nd.Name())
+	in, err := nd.Inspect(*pid, "coalescer:campaign_gate")
+	require.NoError(t, err)
+	out := map[string]uint64{}
+	require.NoError(t, parseCounts(in["coalescer:campaign_gate"], func(k string, n uint64) { out[k] = n }))
+	return out
+}
+
+// The gate's places are the process's, but each node counts its own
+// members' waits and events: a node whose members never reach the gate
+// reports none of the other node's, its coalescer process's
+// coalescer:campaign_gate too, and the nodes' counts add up to the
+// process's.
+func TestCampaignGateCountsEachNodesMembersApart(t *testing.T) {
+	saved := campaigns
+	campaigns = newCampaignGate(1)
+	t.Cleanup(func() { campaigns = saved })
+	blocker := newGated(campaigns, 1)[0] // of no node: counted for the process alone
+	blocker.fireDue()
+	require.True(t, placed(blocker.owner))
+
+	nodes := startTestNodes(t, "cgn", 2)
+	a, b := nodes[0], nodes[1]
+	log := &stepLog{steps: map[gen.PID][]observed{}}
+	const clusters = 3
+	var members [][]gen.PID
+	for k := range clusters {
+		name := gen.Atom(fmt.Sprintf("alone%d", k))
+		members = append(members, spawnProbes(t, nodes[:1], name, log, Options{ClusterID: string(name), MinClusterSize: 1}))
+	}
+	// b's member declares no peer: below MinClusterSize, it never campaigns.
+	spawnProbes(t, nodes[1:], "idle", log, Options{ClusterID: "idle"})
+
+	require.Eventually(t, func() bool { return ReadNodeCampaignGate(a).Queued == clusters }, settleCoalescer, 10*time.Millisecond,
+		"a's members wait at the gate")
+	onA, onB, all := ReadNodeCampaignGate(a), ReadNodeCampaignGate(b), ReadCampaignGate()
+	assert.Equal(t, CampaignGateStats{Capacity: 1, Holding: 1}, onB, "b's members never reached the gate: it counts nothing of a's")
+	assert.Equal(t, clusters, all.Queued)
+	assert.Equal(t, uint64(clusters), onA.Deferred)
+	assert.Equal(t, all.Holding, onA.Holding, "places are the process's")
+	gateA, gateB := gateOfCoalescer(t, a), gateOfCoalescer(t, b)
+	assert.Equal(t, uint64(clusters), gateA["queued"])
+	assert.Equal(t, uint64(clusters), gateA["deferred"])
+	assert.Equal(t, map[string]uint64{"capacity": 1, "holding": 1, "admitted": 0, "deferred": 0, "passed": 0, "stale": 0,
+		"probes_held": 0, "queued": 0, "max_queue": 0, "wait_ms": 0}, gateB, "b's coalescer reports b's members")
+
+	campaigns.release(blocker.owner)
+	for _, pids := range members {
+		waitLeader(t, nodes[:1], pids)
+	}
+	require.Eventually(t, func() bool { return ReadCampaignGate().Holding == 0 }, settleCoalescer, 10*time.Millisecond,
+		"no place stays held once every cluster leads")
+	onA, onB, all = ReadNodeCampaignGate(a), ReadNodeCampaignGate(b), ReadCampaignGate()
+	assert.Equal(t, CampaignGateStats{Capacity: 1}, onB)
+	assert.Zero(t, onA.Queued)
+	assert.Equal(t, clusters, onA.MaxQueue)
+	assert.Positive(t, onA.Wait)
+	// The blocker, of no node, is the process's one admission that is not a's.
+	assert.Equal(t, onA.Admitted+1, all.Admitted)
+	assert.Equal(t, onA.Deferred, all.Deferred)
+	assert.Equal(t, onA.Passed, all.Passed)
+	assert.Equal(t, onA.Stale, all.Stale)
+	assert.Equal(t, onA.ProbesHeld, all.ProbesHeld)
+	assert.Equal(t, onA.Wait, all.Wait)
+}
+
+// A member whose timer fired again while its round ran gives its place on
+// and queues again (rule 2); when its actor then takes the firing that came
+// with its place, its core campaigns with it, and the firing that queued it
+// is moot: it no longer waits, and its turn finds it stale.
+func TestCampaignGateAMemberThatTakesItsFiringWhileQueuedNoLongerWaits(t *testing.T) {
+	g := newCampaignGate(1)
+	as := newGatedActors(t, g, 2)
+	fireElection(as[0]) // holds
+	fireElection(as[1]) // waits
+	fireElection(as[0]) // its round timed out: its place passes to as[1], it waits
+	require.Equal(t, []int{1, 1}, sentCounts(as))
+	require.Equal(t, gateQueued, gateState(as[0].inbox.owner.gate.Load()))
+	require.Equal(t, 1, g.Stats().Queued)
+
+	g.took(as[0].inbox.owner) // as Actor.handleMessage does before onTimerFired
+	_, due := as[0].onTimerFired(time.Now(), timerFired{kind: election.TimerElection})
+	require.True(t, due, "its core is ticked")
+	assert.Zero(t, g.Stats().Queued, "the firing that waited is taken: the member no longer waits")
+
+	g.took(as[1].inbox.owner)
+	g.endRound(as[1].inbox.owner) // as[0]'s turn: stale
+	st := g.Stats()
+	assert.Equal(t, uint64(1), st.Stale)
+	assert.Zero(t, st.Queued)
+	assert.Zero(t, st.Holding)
 }

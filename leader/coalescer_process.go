@@ -186,6 +186,6 @@ func (p *coalescerProcess) inspect() map[string]string {
 		"coalescer:forgotten":     strconv.FormatUint(s.Forgotten, 10),
 		"coalescer:dropped":       formatCounts(s.Dropped),
 		"coalescer:pairs":         formatCounts(s.PairEvents()),
-		"coalescer:campaign_gate": formatCounts(ReadCampaignGate().Events()),
+		"coalescer:campaign_gate": formatCounts(campaigns.nodeStats(p.share).Events()),
 	}
 }

@@ -42,6 +42,10 @@ type nodeShare struct {
 	// PID, cost each member.
 	clusters map[string]uint64
 	coal     *coalescer
+	// gate is what the campaign gate counted for the node's members
+	// (campaigngate.go); its waiting and maxQueue are guarded by the
+	// gate's mu.
+	gate gateTally
 	// gridsMu guards grids: the heartbeat grid of each HeartbeatInterval
 	// the node's leaders use (timers.go).
 	gridsMu sync.Mutex
@@ -190,12 +194,18 @@ func (s *nodeShare) coalescerEnded(process gen.Process, reason error) {
 // ReadCoalescer returns the counters of node's heartbeat coalescer; Running is
 // false when no leader actor runs on node.
 func ReadCoalescer(node gen.Node) CoalescerStats {
-	nk := nodeKey{node: node.Name(), creation: node.Creation()}
-	registry.Lock()
-	share := registry.nodes[nk]
-	registry.Unlock()
+	share := shareOf(node)
 	if share == nil {
 		return CoalescerStats{Dropped: map[string]uint64{}}
 	}
 	return share.coal.Stats()
+}
+
+// shareOf returns the share of node's current life; nil when no leader
+// actor runs on it.
+func shareOf(node gen.Node) *nodeShare {
+	nk := nodeKey{node: node.Name(), creation: node.Creation()}
+	registry.Lock()
+	defer registry.Unlock()
+	return registry.nodes[nk]
 }

@@ -130,11 +130,14 @@ type timerOwner struct {
 	armed atomic.Uint64
 	// campaigns is the campaign gate its election timer passes
 	// (campaigngate.go); gate is where it stands there, a gateState written
-	// under the gate's mu; gateSince, when it began to wait, and probeHeld,
-	// whether a probe firing waits with it, are guarded by the gate's mu.
+	// under the gate's mu. Guarded by the gate's mu: probeHeld, whether a
+	// probe firing waits with it; gateWaits, whether it is counted as
+	// waiting (its election timer's firing waits for a place), since
+	// gateSince.
 	campaigns *campaignGate
 	gate      atomic.Int32
 	probeHeld bool
+	gateWaits bool
 	gateSince time.Duration
 	// election is the actor's election timer, which a pair's watchdog
 	// fires and a binding's end resumes (rule 8); nil in tests. Here, not
@@ -244,6 +247,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 		// again: a settled member keeps its probe timer cancelled, and a
 		// leader its election timer, and each would hold one for nothing.
 		t.rt = nil
+		t.leftGate(a.inbox.owner, op.Timer.Kind)
 		t.mu.Unlock()
 		return
 	}
@@ -258,7 +262,17 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 	if t.runAt == 0 || t.due < t.runAt {
 		t.schedule(at, a.inbox.owner, op.Timer.Kind)
 	}
+	t.leftGate(a.inbox.owner, op.Timer.Kind)
 	t.mu.Unlock()
+}
+
+// leftGate ends the wait at the campaign gate of o's member when t is its
+// election timer, just cancelled, re-armed or taken: the firing that waited
+// there is moot (campaigngate.go, endWait). Called with mu held.
+func (t *shellTimer) leftGate(o *timerOwner, kind election.TimerKind) {
+	if kind == election.TimerElection {
+		o.endWait()
+	}
 }
 
 // extendElection moves the election timer's deadline to where the core now
@@ -523,6 +537,7 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 	}
 	t.due = 0
 	t.stop(a.inbox.owner)
+	t.leftGate(a.inbox.owner, f.kind)
 	t.mu.Unlock()
 	t.pending = false
 	return election.Timer{Kind: f.kind, Gen: t.gen}, true

@@ -107,9 +107,9 @@ func newMetrics(node gen.Node) *metrics {
 			coalPairs: prometheus.NewDesc("regent_coalescer_pair_events_total",
 				"Pair beat events of the node's coalescer (leaders paired and unpaired, beats and acknowledgements, slots bound, refused and unbound, bindings kept through a wake-up, resets, failed sends), by event.", []string{"node", "event"}, nil),
 			gateEvents: prometheus.NewDesc("regent_campaign_gate_events_total",
-				"Election timer firings of the process's members at the campaign gate: admitted at once, deferred until a place freed, places passed on by a round that timed out while others waited, waits that ended without a campaign (stale), probe firings held for waiting members (probes_held); the gate is the process's, so every node of one process reports the same.", []string{"node", "event"}, nil),
+				"Election timer firings of the node's members at the process's campaign gate: admitted at once, deferred until a place freed, places passed on by a round that timed out while others waited, places given to a waiting member that did not campaign with them (stale), probe firings held for waiting members (probes_held); each node counts its own members, so the nodes of one process sum to the process's.", []string{"node", "event"}, nil),
 			gateWaiting: prometheus.NewDesc("regent_campaign_gate_waiting",
-				"Members of the process waiting at the campaign gate for a place to campaign.", []string{"node"}, nil),
+				"Members of the node waiting at the process's campaign gate for a place to campaign (their election timer fired and waits).", []string{"node"}, nil),
 		},
 		members: []memberGauge{
 			gauge("is_leader", "1 when the member holds leadership, 0 otherwise.", func(m MemberReport) float64 {
@@ -167,7 +167,7 @@ func (m *metrics) collectNetwork(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), node)
 	}
-	gate := leader.ReadCampaignGate()
+	gate := leader.ReadNodeCampaignGate(m.node)
 	ch <- prometheus.MustNewConstMetric(m.network.gateWaiting, prometheus.GaugeValue, float64(gate.Queued), node)
 	for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.network.rejected: s.Rejected, m.network.dropped: s.Dropped, m.network.coalDropped: coal.Dropped, m.network.coalPairs: coal.PairEvents(), m.network.gateEvents: gate.Counts()} {
 		for reason, n := range counts {
