@@ -632,6 +632,7 @@ func (c *coalescer) settle(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBa
 	case err == nil:
 		c.stats.framesOut.Add(1)
 		c.stats.entriesOut.Add(uint64(entries + len(b.Beats) + len(b.BeatAcks)))
+		c.settleBeats(dest, b.Beats, nil)
 	case entries > 0 && len(b.Beats)+len(b.BeatAcks) > 0 && errors.Is(err, gen.ErrTooLarge):
 		// The pair beats first, on their own: a beat is never split.
 		c.sendBatch(dest, to, MessageHeartbeatBatch{Beats: b.Beats, BeatAcks: b.BeatAcks})
@@ -644,10 +645,26 @@ func (c *coalescer) settle(dest gen.Atom, to gen.ProcessID, b MessageHeartbeatBa
 	default:
 		c.stats.failedFrames.Add(1)
 		c.reportFailed(dest, b, err)
-		for i := range b.Beats {
-			if pb := c.pairBeatsFor(time.Duration(b.Beats[i].Interval)); pb != nil {
-				pb.failed(dest, &b.Beats[i], err)
-			}
+		c.settleBeats(dest, b.Beats, err)
+	}
+}
+
+// settleBeats tells the pair beats of each beat's interval that it was
+// sent to dest (err nil) or failed (rule 8).
+func (c *coalescer) settleBeats(dest gen.Atom, beats []PairBeat, err error) {
+	for i := range beats {
+		b := &beats[i]
+		if err == nil && len(b.Joins) == 0 {
+			// Only a beat with joins tells its pair's cap anything: the
+			// steady state's carry none, and take no lock here.
+			continue
+		}
+		switch pb := c.pairBeatsFor(time.Duration(b.Interval)); {
+		case pb == nil:
+		case err == nil:
+			pb.sent(dest, b)
+		default:
+			pb.failed(dest, b, err)
 		}
 	}
 }

@@ -159,12 +159,18 @@ func (p *coalescerProcess) deliver(t deliveryTarget, in inbound) {
 
 // ProcessTerminate replaces the process when it ended while members still
 // use it (killed from outside, say); after the last member, or with the
-// node, it just ends.
+// node, it just ends, and stops the pairs' watchdogs, which would
+// otherwise keep the ended members' memory for an election timeout.
 func (p *coalescerProcess) ProcessTerminate(reason error) {
 	if p.tidyCancel != nil {
 		p.tidyCancel()
 	}
-	p.share.coalescerEnded(p.Process, reason)
+	if !p.share.coalescerEnded(p.Process, reason) {
+		return
+	}
+	for _, src := range p.c.pairsIn {
+		src.close()
+	}
 }
 
 // inspect answers an inspection of the coalescer process with its counters.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,7 +106,10 @@ func heapInuse() runtime.MemStats {
 // -heap.profile it writes the heap profile of that moment (pprof
 // -sample_index=inuse_space), and the same name with ".before" that of the
 // connected nodes alone (for pprof -diff_base); -memprofilerate=1 samples
-// every allocation. Run it with -benchtime=1x:
+// every allocation. Each run, once its nodes stop, waits until every member
+// it started is collected (and fails if one outlives its node by 30s), so
+// that with -count N every run reads its heap from the same start. Run it
+// with -benchtime=1x:
 //
 //	go test ./leader -run '^$' -bench HeapPerMember -benchtime=1x -memprofilerate=1 -heap.profile=/tmp/heap.pprof
 func BenchmarkHeapPerMember(b *testing.B) {
@@ -133,6 +137,9 @@ func BenchmarkHeapPerMember(b *testing.B) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
+		// Who the run started, to tell when they are gone: made before the
+		// heap is first read, so it counts on both sides.
+		spawned := make([]*quietMember, clusters*size)
 		before := heapInuse()
 		if *heapProfile != "" {
 			if err := writeProfile(*heapProfile + ".before"); err != nil {
@@ -153,7 +160,12 @@ func BenchmarkHeapPerMember(b *testing.B) {
 						o.Bootstrap = append(o.Bootstrap, gen.ProcessID{Name: name, Node: nodes.Name(j)})
 					}
 				}
-				if _, err := nodes.Node(i).SpawnRegister(name, func() gen.ProcessBehavior { return &quietMember{opts: o} }, gen.ProcessOptions{}); err != nil {
+				slot := &spawned[k*size+i]
+				factory := func() gen.ProcessBehavior {
+					*slot = &quietMember{opts: o}
+					return *slot
+				}
+				if _, err := nodes.Node(i).SpawnRegister(name, factory, gen.ProcessOptions{}); err != nil {
 					nodes.Close()
 					b.Fatal(err)
 				}
@@ -170,17 +182,46 @@ func BenchmarkHeapPerMember(b *testing.B) {
 		// The election's burst is over: queues drain and buffers shrink.
 		time.Sleep(*heapSettle)
 		after := heapInuse()
-		members := float64(clusters * size)
-		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/members, "inuse-B/member")
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/members, "alloc-B/member")
-		b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects))/members, "objects/member")
+		n := float64(clusters * size)
+		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/n, "inuse-B/member")
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "alloc-B/member")
+		b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects))/n, "objects/member")
 		if *heapProfile != "" {
 			if err := writeProfile(*heapProfile); err != nil {
 				nodes.Close()
 				b.Fatal(err)
 			}
 		}
+		members := make([]weak.Pointer[quietMember], len(spawned))
+		for j, m := range spawned {
+			members[j] = weak.Make(m)
+		}
+		clear(spawned)
 		nodes.Close()
+		if live := awaitCollected(members, 30*time.Second); live > 0 {
+			b.Fatalf("%d of %d members are still live 30s after their nodes stopped: the next run would count them as its own", live, len(members))
+		}
+	}
+}
+
+// awaitCollected collects garbage until every member is gone, for at most
+// bound, and returns how many are still live. The next run (-count) reads
+// its heap before its clusters start: what this run left live would be in
+// that reading and, once freed, come off its figures.
+func awaitCollected(members []weak.Pointer[quietMember], bound time.Duration) int {
+	deadline := time.Now().Add(bound)
+	for {
+		runtime.GC()
+		live := 0
+		for _, m := range members {
+			if m.Value() != nil {
+				live++
+			}
+		}
+		if live == 0 || time.Now().After(deadline) {
+			return live
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

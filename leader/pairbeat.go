@@ -62,6 +62,24 @@ import (
 //     unbound and the PairAck says Reset. A Reset, or a pair beat that could
 //     not be sent, resets the leader node's side: its leaders are unpaired
 //     and it starts a new epoch, whose first beat has Prev 0.
+//  7. A pair's beats carry at most its cap of joins (maxBatchEntries while
+//     none is set); a leader that would pass it pairs on a later tick. A
+//     beat too large for the network's MaxFrameSize sets the cap to half
+//     its joins, down to one, and the pair remembers that size as failed.
+//     Each beat at the cap that is sent doubles it, back to none, but not
+//     while a failed size is remembered: that is forgotten once joinWait
+//     beats at the cap were sent since, and joinWait doubles with each
+//     beat too large, from joinWaitMin to joinWaitMax, and never shrinks.
+//     Joins vary in size (cluster IDs, names), so a size that failed once
+//     may fit later, and a cap that only shrank made every later burst of
+//     joins trickle; but a beat too large costs a reset, which unpairs
+//     every leader of the pair, so one that grew back at once would reset
+//     every other beat. Under this rule a pair whose joins never fit above
+//     N settles at a cap of at least N/2 after at most
+//     log2(maxBatchEntries) resets, and then resets at most once per
+//     joinWait beats at the cap: the beats of a burst of joins, not of the
+//     steady state, which carry none. That is log2(joinWaitMax/joinWaitMin)
+//     more, then one in joinWaitMax.
 
 // PairBeat is one tick of the paired leaders of the sending node, for their
 // members on the receiving node (rule 8 of the coalescer).
@@ -145,8 +163,49 @@ type pairOut struct {
 	acks        int           // PairAcks credited in this epoch
 	covered     int           // slots covered by the last PairAck
 	coverWindow time.Duration // the shortest window of a slot joined since the pair was last empty
-	joinCap     int           // the joins a beat may carry; zero for maxBatchEntries
-	unused      bool          // no slot joined since the coalescer process last tidied (coalescer_tidy.go)
+	// The joins a beat may carry (rule 7): joinCap, zero for
+	// maxBatchEntries; joinFail, the joins of the last beat too large,
+	// zero once forgotten; joinFits, the beats at the cap sent since;
+	// joinWait, how many must be sent before joinFail is forgotten.
+	joinCap, joinFail, joinFits, joinWait int
+	// unused says no slot joined since the coalescer process last tidied
+	// (coalescer_tidy.go).
+	unused bool
+}
+
+// joinWaitMin and joinWaitMax bound joinWait (rule 7): the beats at its cap
+// a pair sends after a beat too large before it tries a larger cap again.
+const (
+	joinWaitMin = 8
+	joinWaitMax = 1024
+)
+
+// joinLimit is the joins the pair's next beat may carry (rule 7).
+func (po *pairOut) joinLimit() int {
+	return cmp.Or(po.joinCap, maxBatchEntries)
+}
+
+// tooLarge takes a beat of the pair carrying n joins that was too large
+// for the network's MaxFrameSize (rule 7).
+func (po *pairOut) tooLarge(n int) {
+	po.joinCap, po.joinFail, po.joinFits = max(1, n/2), n, 0
+	po.joinWait = min(max(2*po.joinWait, joinWaitMin), joinWaitMax)
+}
+
+// fits takes a beat of the pair carrying n joins that was sent (rule 7).
+func (po *pairOut) fits(n int) {
+	if po.joinCap == 0 || n < po.joinCap {
+		return // not at the cap: it says nothing of a larger beat
+	}
+	if po.joinFail > 0 {
+		if po.joinFits++; po.joinFits < po.joinWait {
+			return
+		}
+		po.joinFail = 0 // the next beat at the cap tries twice as many
+	}
+	if po.joinCap *= 2; po.joinCap >= maxBatchEntries {
+		po.joinCap = 0
+	}
 }
 
 // pairedLeader is a leader whose ticks the pair beats do.
@@ -263,7 +322,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 		return nil, false // this instant's beats went out: it joins the next
 	}
 	for _, m := range b.Members {
-		if po := pb.pairs[m.PID.Node]; po != nil && len(po.joins) >= cmp.Or(po.joinCap, maxBatchEntries) {
+		if po := pb.pairs[m.PID.Node]; po != nil && len(po.joins) >= po.joinLimit() {
 			return nil, false // the next beat to that node is full: another tick
 		}
 	}
@@ -485,20 +544,30 @@ func (pb *pairBeats) next() time.Duration {
 }
 
 // failed resets the pair to dest whose beat b could not be sent. A beat
-// too large for the network's MaxFrameSize halves the joins a beat of the
-// pair may carry from then on (pair), down to one.
+// too large for the network's MaxFrameSize lowers the joins a beat of the
+// pair may carry (rule 7).
 func (pb *pairBeats) failed(dest gen.Atom, b *PairBeat, err error) {
 	var fx pairEffects
 	pb.mu.Lock()
 	if po := pb.pairs[dest]; po != nil && po.epoch == b.Epoch {
 		if errors.Is(err, gen.ErrTooLarge) {
-			po.joinCap = max(1, len(b.Joins)/2)
+			po.tooLarge(len(b.Joins))
 		}
 		pb.coal.stats.pairFailed.Add(1)
 		pb.resetPair(po, pb.instantAfter(pb.lastTick), err, &fx)
 	}
 	pb.mu.Unlock()
 	pb.apply(&fx)
+}
+
+// sent takes b, a beat to dest with joins that was sent, as a sign that
+// beats as large fit (rule 7).
+func (pb *pairBeats) sent(dest gen.Atom, b *PairBeat) {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	if po := pb.pairs[dest]; po != nil && po.epoch == b.Epoch {
+		po.fits(len(b.Joins))
+	}
 }
 
 // acked credits a PairAck from node, arrived at at on the shell's clock

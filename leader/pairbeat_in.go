@@ -66,6 +66,10 @@ type pairIn struct {
 	barked     atomic.Uint64
 	overdue    []parkedDeadline
 	next       int
+	// closed says the coalescer ended for good (close): the watchdog is
+	// stopped and never armed again, so its timer holds none of the
+	// ended members' memory.
+	closed bool
 	// unbound are the members whose binding the coalescer ended under mu,
 	// whose timers are resumed once it is released.
 	unbound []*inbox
@@ -103,7 +107,7 @@ func (src *pairIn) bark() {
 	src.mu.Lock()
 	now := sinceEpoch(time.Now())
 	tick := src.lastTick.Load()
-	if len(src.bound) == 0 || now < time.Duration(src.lastTickAt.Load())+src.minTimeout {
+	if src.closed || len(src.bound) == 0 || now < time.Duration(src.lastTickAt.Load())+src.minTimeout {
 		src.mu.Unlock()
 		return // stopped, or a beat came since this firing was due
 	}
@@ -141,7 +145,7 @@ func (src *pairIn) bark() {
 // watch re-arms the watchdog after a beat that arrived at at, on the
 // shell's clock. Called with mu held.
 func (src *pairIn) watch(at time.Duration) {
-	if len(src.bound) == 0 {
+	if src.closed || len(src.bound) == 0 {
 		src.minTimeout = 0
 		if src.watchdog != nil {
 			src.watchdog.Stop()
@@ -154,6 +158,20 @@ func (src *pairIn) watch(at time.Duration) {
 	} else {
 		src.watchdog.Reset(d)
 	}
+}
+
+// close stops the watchdog for good, once the coalescer has ended with
+// its node or its last member: an armed runtime timer keeps its callback,
+// and through the bindings every bound member, alive until it fires (an
+// election timeout after the last beat).
+func (src *pairIn) close() {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	src.closed = true
+	if src.watchdog != nil {
+		src.watchdog.Stop()
+	}
+	clear(src.overdue)
 }
 
 // wakeUnbound resumes the election timers of the members whose binding the

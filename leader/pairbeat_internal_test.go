@@ -524,6 +524,34 @@ func TestABoundMembersElectionTimerWakesItOnlyOnceItsPairFallsSilent(t *testing.
 	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "not before its Timeout")
 }
 
+// A coalescer that ends for good (its node stops, or its last member
+// ended) stops its pairs' watchdogs: an armed runtime timer keeps its
+// callback, and through the bindings the members, alive until it fires, so
+// a stopped node's members would outlive it by an election timeout. A beat
+// taken after that arms nothing.
+func TestACoalescerThatEndsForGoodStopsItsPairsWatchdogs(t *testing.T) {
+	p, ib, _, _, j := boundFollower(t)
+	ib.mu.Lock()
+	ib.steady.Timeout = time.Hour
+	ib.mu.Unlock()
+	p.receiveBeat("p@h", &PairBeat{Interval: int64(50 * time.Millisecond), Epoch: 7, Tick: 1, Joins: []PairJoin{j}}, time.Now())
+	require.NotNil(t, ib.paired, "bound")
+	src := p.c.pairsIn[pairKey{node: "p@h", interval: int64(50 * time.Millisecond)}]
+	require.NotNil(t, src)
+	src.mu.Lock()
+	require.NotNil(t, src.watchdog, "a bound member's pair is watched")
+	src.mu.Unlock()
+
+	// Not the node's current share: its last member ended.
+	p.share = &nodeShare{key: nodeKey{node: "n@h", creation: 1}, coal: p.c}
+	p.ProcessTerminate(gen.TerminateReasonNormal)
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	assert.False(t, src.watchdog.Stop(), "the watchdog was stopped")
+	src.watch(sinceEpoch(time.Now()))
+	assert.False(t, src.watchdog.Stop(), "a later beat re-arms nothing")
+}
+
 // Rule 8.1: a leader whose tick comes after its instant's pair beats went
 // out sends that tick itself, as rule 7 does, and joins with the next
 // instant's beats: the pairs never tick off their grid for a late one.

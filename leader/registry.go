@@ -178,17 +178,20 @@ func (a *Actor) unregister() {
 // coalescerEnded runs when the coalescer process ends. While the share is
 // current (members remain) and the node runs, the process is replaced: it
 // was killed or failed from outside, and peers must still reach the name.
-func (s *nodeShare) coalescerEnded(process gen.Process, reason error) {
+// It reports whether the coalescer ended for good instead: its last member
+// ended, or its node stops.
+func (s *nodeShare) coalescerEnded(process gen.Process, reason error) bool {
 	s.coal.pid.Store(nil)
 	registry.Lock()
 	defer registry.Unlock()
 	if registry.nodes[s.key] != s || !s.node.IsAlive() {
-		return
+		return true
 	}
 	process.Log().Error("leader: the heartbeat coalescer ended (%v) while %d leader actors use it; starting another", reason, s.members)
 	if _, err := s.node.SpawnRegister(CoalescerName, coalescerFactory(s), gen.ProcessOptions{}); err != nil {
 		process.Log().Error("leader: restarting the heartbeat coalescer: %v; members send directly until their node restarts", err)
 	}
+	return false
 }
 
 // ReadCoalescer returns the counters of node's heartbeat coalescer; Running is
