@@ -1,0 +1,80 @@
+package observer_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/observer"
+)
+
+// stallingMember is member, whose next inspection waits for stall (then
+// zero): an actor busy elsewhere, or a member on a frozen node, answers
+// late while spending no CPU of the observer's node.
+type stallingMember struct {
+	member
+	stall   *atomic.Int64
+	stalled *atomic.Bool
+}
+
+func (m *stallingMember) HandleInspect(from gen.PID, items ...string) map[string]string {
+	if d := time.Duration(m.stall.Swap(0)); d > 0 {
+		time.Sleep(d)
+		m.stalled.Store(true)
+	}
+	return m.member.HandleInspect(from, items...)
+}
+
+// One member that answers a reading late, costing the observer's node no
+// CPU, does not blind the observer for many times as long: a node that
+// stops after it is read as down (or gone) at /metrics within a bound far above the
+// sampling interval (50ms) and the stall (2s). The sampler's pace
+// (a tenth of the time reading) is meant to bound the CPU it spends; it
+// counts the wall time a reading waited for an answer too, so after this
+// stall it waits about 18s before reading again.
+func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testing.T) {
+	c := startCluster(t, "orders", 3)
+	c.healthy(t, 0)
+	var stall atomic.Int64
+	var stalled atomic.Bool
+	slow := &testCluster{id: "slowpoke", nodes: c.nodes}
+	for i, n := range c.nodes {
+		opts := leader.Options{ClusterID: "slowpoke"}
+		for j, other := range c.nodes {
+			if j != i {
+				opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: "slowpoke", Node: other.Name()})
+			}
+		}
+		factory := func() gen.ProcessBehavior { return &member{} }
+		if i == 1 {
+			factory = func() gen.ProcessBehavior { return &stallingMember{stall: &stall, stalled: &stalled} }
+		}
+		pid, err := n.SpawnRegister("slowpoke", factory, gen.ProcessOptions{}, opts)
+		require.NoError(t, err)
+		slow.pids = append(slow.pids, pid)
+	}
+	slow.healthy(t, 0)
+	s := serve(t, c.nodes[0], observer.WithSampleInterval(50*time.Millisecond))
+	upOf := func(node gen.Atom) (float64, bool) {
+		families, err := scrape(s)
+		if err != nil {
+			return 0, false
+		}
+		v, ok := byNode(families, "regent_leader_member_up", "orders")[string(node)]
+		return v, ok
+	}
+	require.Eventually(t, func() bool { v, ok := upOf(c.nodes[2].Name()); return ok && v == 1 }, settle, poll)
+
+	stall.Store(int64(2 * time.Second))
+	require.Eventually(t, stalled.Load, settle, poll, "the sampler read the stalling member")
+	c.lb.Stop(2)
+	start := time.Now()
+	// Down, or dropped from the view (gone).
+	require.Eventually(t, func() bool { v, ok := upOf(c.nodes[2].Name()); return !ok || v == 0 }, 10*time.Second, poll,
+		"a stopped node's member still reads as up at /metrics 10s after it stopped")
+	t.Logf("read as down %s after its node stopped", time.Since(start))
+}
