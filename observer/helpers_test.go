@@ -82,6 +82,13 @@ func (c *testCluster) alsoRun(t *testing.T, id string, name gen.Atom) *testClust
 // node, with the others as Bootstrap.
 func spawnMembers(t *testing.T, nodes []gen.Node, id string, name gen.Atom) []gen.PID {
 	t.Helper()
+	return spawnMembersWith(t, nodes, id, name, func(int) gen.ProcessBehavior { return &member{} })
+}
+
+// spawnMembersWith is spawnMembers, the member on node i made by
+// factory(i).
+func spawnMembersWith(t *testing.T, nodes []gen.Node, id string, name gen.Atom, factory func(i int) gen.ProcessBehavior) []gen.PID {
+	t.Helper()
 	var pids []gen.PID
 	for i, n := range nodes {
 		opts := leader.Options{ClusterID: id}
@@ -90,7 +97,7 @@ func spawnMembers(t *testing.T, nodes []gen.Node, id string, name gen.Atom) []ge
 				opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: name, Node: other.Name()})
 			}
 		}
-		pid, err := n.SpawnRegister(name, func() gen.ProcessBehavior { return &member{} }, gen.ProcessOptions{}, opts)
+		pid, err := n.SpawnRegister(name, func() gen.ProcessBehavior { return factory(i) }, gen.ProcessOptions{}, opts)
 		require.NoError(t, err)
 		pids = append(pids, pid)
 	}

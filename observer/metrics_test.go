@@ -240,17 +240,7 @@ func TestScrapesReadTheLatestSampleAndInspectNothing(t *testing.T) {
 	c := startCluster(t, "scraped", 3)
 	var inspections atomic.Int64
 	counted := &testCluster{id: "counted", nodes: c.nodes}
-	for i, n := range c.nodes {
-		opts := leader.Options{ClusterID: "counted"}
-		for j, other := range c.nodes {
-			if j != i {
-				opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: "counted", Node: other.Name()})
-			}
-		}
-		pid, err := n.SpawnRegister("counted", func() gen.ProcessBehavior { return &countingMember{inspections: &inspections} }, gen.ProcessOptions{}, opts)
-		require.NoError(t, err)
-		counted.pids = append(counted.pids, pid)
-	}
+	counted.pids = spawnMembersWith(t, c.nodes, "counted", "counted", func(int) gen.ProcessBehavior { return &countingMember{inspections: &inspections} })
 	counted.healthy(t, 0)
 	s := serve(t, c.nodes[0], observer.WithSampleInterval(time.Hour))
 	// The first sample is taken at once; the next would be in an hour.

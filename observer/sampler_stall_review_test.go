@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
-	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/observer"
 )
 
@@ -42,21 +41,12 @@ func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testi
 	var stall atomic.Int64
 	var stalled atomic.Bool
 	slow := &testCluster{id: "slowpoke", nodes: c.nodes}
-	for i, n := range c.nodes {
-		opts := leader.Options{ClusterID: "slowpoke"}
-		for j, other := range c.nodes {
-			if j != i {
-				opts.Bootstrap = append(opts.Bootstrap, gen.ProcessID{Name: "slowpoke", Node: other.Name()})
-			}
-		}
-		factory := func() gen.ProcessBehavior { return &member{} }
+	slow.pids = spawnMembersWith(t, c.nodes, "slowpoke", "slowpoke", func(i int) gen.ProcessBehavior {
 		if i == 1 {
-			factory = func() gen.ProcessBehavior { return &stallingMember{stall: &stall, stalled: &stalled} }
+			return &stallingMember{stall: &stall, stalled: &stalled}
 		}
-		pid, err := n.SpawnRegister("slowpoke", factory, gen.ProcessOptions{}, opts)
-		require.NoError(t, err)
-		slow.pids = append(slow.pids, pid)
-	}
+		return &member{}
+	})
 	slow.healthy(t, 0)
 	s := serve(t, c.nodes[0], observer.WithSampleInterval(50*time.Millisecond))
 	upOf := func(node gen.Atom) (float64, bool) {
