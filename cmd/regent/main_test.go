@@ -277,6 +277,22 @@ func TestBench(t *testing.T) {
 		assert.Equal(t, 100, rows[0].HeartbeatMS)
 		assert.Positive(t, rows[0].AllLeaders)
 	})
+	t.Run("scale runs the observer on the first node when asked", func(t *testing.T) {
+		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "1s", "--json",
+			"--coalescing", "on", "--failovers", "0", "--observer")
+		require.Equal(t, 0, code, errOut)
+		var rows []scaleRow
+		require.NoError(t, json.Unmarshal([]byte(out), &rows))
+		require.Len(t, rows, 1)
+		assert.True(t, rows[0].Observer)
+		// Each reading wakes every member: a leader paired on its pair
+		// beats is unpaired by it.
+		assert.Positive(t, rows[0].Coalescer.Unpaired, "the observer's readings woke the steady leaders in the window")
+		code, out, errOut = runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "300ms",
+			"--coalescing", "on", "--failovers", "0", "--observer", "--settle-max", "0")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "Observer: the observer sampled the first node")
+	})
 	t.Run("scale settles before the window and recovers from a stall after it", func(t *testing.T) {
 		code, out, errOut := runCmd(context.Background(), nil, "bench", "scale", "--clusters", "2", "--window", "300ms", "--json",
 			"--coalescing", "on", "--failovers", "0", "--stall", "100ms", "--settle-max", "2m")

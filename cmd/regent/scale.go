@@ -18,6 +18,7 @@ import (
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
+	"github.com/regent-go/regent/observer"
 	"github.com/regent-go/regent/testing/loopback"
 )
 
@@ -99,7 +100,10 @@ type scaleRow struct {
 	StallRecovered   time.Duration `json:"stall_recovered_ns,omitempty"`
 	StallUnrecovered bool          `json:"stall_unrecovered,omitempty"`
 	Window           time.Duration `json:"window_ns"`
-	CPUShare         float64       `json:"cpu_share_of_one_core"`
+	// Observer says the observer sampled the first node from the window on
+	// (--observer).
+	Observer bool    `json:"observer,omitempty"`
+	CPUShare float64 `json:"cpu_share_of_one_core"`
 	// IdleFloor is the CPU share of the window's frames alone: the same
 	// number per tick, of the same mean size, between goroutines over
 	// loopback TCP, measured once the row's nodes are stopped (scalefloor.go).
@@ -174,6 +178,9 @@ type scaleConfig struct {
 	// each wave once the one before has its leaders; zero starts them all
 	// at once (a cold start).
 	ramp int
+	// observe runs the observer on the first node from the window on, as
+	// an operator watching the node would.
+	observe bool
 }
 
 func runScale(ctx context.Context, args []string, env *environment) (err error) {
@@ -198,6 +205,7 @@ func runScale(ctx context.Context, args []string, env *environment) (err error) 
 	fs.IntVar(&cfg.failovers, "failovers", 10, "failover trials per row after the window (0: none)")
 	fs.StringVar(&cfg.failoverCase, "failover-case", "process-kill", "the fault of a failover trial: process-kill or node-kill")
 	fs.IntVar(&cfg.ramp, "ramp", 0, "start the clusters this many at a time, each wave once the one before has its leaders (0: all at once, a cold start); \"all leaders ms\" then covers every wave")
+	fs.BoolVar(&cfg.observe, "observer", false, "run the observer (observer.NewHandler, sampling at its default interval) on the first node from the window to the row's end, as an operator watching the node would: its reading counts in the CPU, and in the failovers' load")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&noProgress, "no-progress", false, "never draw the progress bar")
 	fs.DurationVar(&trace, "trace", 0, "print a line to stderr this often, from the first spawn to the last failover trial: clusters with a leader, CPU, campaigns, the campaign gate, GC, every gate counter that moved, and until the failovers every coalescer and pair beat counter that moved (0: none)")
@@ -350,6 +358,9 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		"recognises a new leader, on one cluster among all the others, and on one cluster alone. Floor: the CPU of the\n"+
 		"window's frames alone (as many per tick, of the same mean size, over loopback TCP between goroutines).\n",
 		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
+	if err == nil && cfg.observe {
+		_, err = fmt.Fprintf(env.stdout, "Observer: the observer sampled the first node (every %s, or less often while reading takes over a tenth of that) from the window on.\n", observer.DefaultSampleInterval)
+	}
 	if err == nil && cfg.stall > 0 {
 		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)
 	}
@@ -627,6 +638,11 @@ func (s *scaleRun) measure(ctx context.Context) (scaleRow, error) {
 	}
 	row.Goroutines = runtime.NumGoroutine()
 
+	if s.cfg.observe {
+		row.Observer = true
+		h := observer.NewHandler(s.nodes.Node(0))
+		defer h.Close()
+	}
 	s.counters.counting.Store(true)
 	cpu0, err := cpuTime()
 	if err != nil {
