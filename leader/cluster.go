@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,23 +151,27 @@ func InspectCluster(node gen.Node, pid gen.PID, items ...string) ([]MemberInspec
 	return out, nil
 }
 
-// Find lists the leader actors running on node: the processes whose
-// inspection has an ergo:cluster key.
+// Find lists the leader actors running on node, one per cluster, in PID
+// order. It reads what the actors registered on the node at their start,
+// so it wakes none of them: asking every process instead (an inspection
+// each) woke a thousand members of a node of a thousand clusters at once.
+// It fails (gen.ErrNodeTerminated) when the node has stopped.
 func Find(node gen.Node) ([]gen.PID, error) {
-	pids, err := node.ProcessList()
-	if err != nil {
-		return nil, fmt.Errorf("leader: listing processes: %w", err)
+	if !node.IsAlive() {
+		return nil, fmt.Errorf("leader: listing the leader actors of %s: %w", node.Name(), gen.ErrNodeTerminated)
 	}
+	nk := nodeKey{node: node.Name(), creation: node.Creation()}
+	registry.Lock()
+	share := registry.nodes[nk]
 	var out []gen.PID
-	for _, pid := range pids {
-		inspection, err := node.Inspect(pid, "ergo:cluster")
-		if err != nil {
-			continue // the process ended meanwhile, or is not inspectable
-		}
-		if v, ok := inspection["ergo:cluster"]; ok && v != unknownItem && v != "" {
-			out = append(out, pid)
+	if share != nil {
+		out = make([]gen.PID, 0, len(share.clusters))
+		for _, id := range share.clusters {
+			out = append(out, gen.PID{Node: nk.node, ID: id, Creation: nk.creation})
 		}
 	}
+	registry.Unlock()
+	slices.SortFunc(out, func(x, y gen.PID) int { return cmp.Compare(x.ID, y.ID) })
 	return out, nil
 }
 

@@ -1,6 +1,11 @@
 package leader
 
-import "time"
+import (
+	"errors"
+	"time"
+
+	"github.com/regent-go/regent/gen"
+)
 
 // What a coalescer keeps per peer node — an outbox, and for each heartbeat
 // grid the leader side of a pair (pairOut) and the follower side
@@ -17,7 +22,8 @@ import "time"
 //     way, so no entry is lost or sent out of order (a flush takes entries
 //     from the outbox it holds, never from a newer one of the same node);
 //   - a pair is forgotten on the leader side only with no slot, join or
-//     leave, so no leader is paired there; the next pairing there starts a
+//     leave, so no leader is paired there, and with its join cap (pair
+//     beat rule 7) never lowered, which it keeps; the next pairing there starts a
 //     new epoch, as after a reset (pair beat rule 6);
 //   - a pair is forgotten on the follower side only with nothing bound or
 //     being stepped and no beat for a whole period; a later beat of the
@@ -38,7 +44,10 @@ type tidyTick struct{}
 // coalescer works without it, and keeps what it would have freed.
 func (p *coalescerProcess) armTidy() {
 	cancel, err := p.SendAfter(p.PID(), tidyTick{}, tidyEvery)
-	if err != nil {
+	switch {
+	case errors.Is(err, gen.ErrNodeTerminated):
+		return // the node stops, and the coalescer with it
+	case err != nil:
 		p.Log().Error("leader: the heartbeat coalescer could not arm its tidying: %v", err)
 		return
 	}
@@ -102,7 +111,7 @@ func (src *pairIn) tidy() bool {
 }
 
 // tidy forgets the pairs unused since the last tidy that hold no slot,
-// join, leave or acknowledgement owed at now (on the shell's clock; the
+// join, leave, lowered join cap or acknowledgement owed at now (on the shell's clock; the
 // pairs may have stopped ticking since the last slot left, so what is owed
 // expires here too), marks the others unused until a slot joins them, and
 // returns how many it forgot.
@@ -112,7 +121,10 @@ func (pb *pairBeats) tidy(now time.Duration) int {
 	n := 0
 	for dest, po := range pb.pairs {
 		po.expireTrailing(now)
-		if !po.unused || len(po.slots)+len(po.trailing)+len(po.pending)+len(po.joins)+len(po.leaves) > 0 {
+		// A pair whose joins learnt a lower cap (pair beat rule 7) keeps
+		// it: forgetting would have the next burst of joins pay the
+		// resets that taught it.
+		if !po.unused || po.joinCap != 0 || len(po.slots)+len(po.trailing)+len(po.pending)+len(po.joins)+len(po.leaves) > 0 {
 			po.unused = true
 			continue
 		}

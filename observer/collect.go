@@ -54,6 +54,13 @@ func Actors(node gen.Node) ([]Actor, error) {
 // read carries its error in the report; Collect itself fails only when the
 // node's processes cannot be listed.
 func Collect(node gen.Node) (Report, error) {
+	return collect(node, nil)
+}
+
+// collect is Collect, calling pause after each cluster with how long
+// reading it took (nil: no pause); pause returns false to stop, and the
+// report then holds the clusters read so far.
+func collect(node gen.Node, pause func(read time.Duration) bool) (Report, error) {
 	report := Report{Node: string(node.Name()), CollectedAt: time.Now(), Clusters: []ClusterReport{}}
 	pids, err := leader.Find(node)
 	if err != nil {
@@ -61,14 +68,17 @@ func Collect(node gen.Node) (Report, error) {
 	}
 	seen := make(map[string]bool)
 	for _, pid := range pids {
+		start := time.Now()
 		cluster := readCluster(node, pid)
-		if cluster.ID == "" || seen[cluster.ID] {
-			// The actor ended between Find and now, or another local actor of
-			// the same cluster was read already.
-			continue
+		if cluster.ID != "" && !seen[cluster.ID] {
+			// Else the actor ended between Find and now, or another local
+			// actor of the same cluster was read already.
+			seen[cluster.ID] = true
+			report.Clusters = append(report.Clusters, cluster)
 		}
-		seen[cluster.ID] = true
-		report.Clusters = append(report.Clusters, cluster)
+		if pause != nil && !pause(time.Since(start)) {
+			break
+		}
 	}
 	slices.SortFunc(report.Clusters, func(x, y ClusterReport) int { return strings.Compare(x.ID, y.ID) })
 	return report, nil
@@ -77,7 +87,7 @@ func Collect(node gen.Node) (Report, error) {
 // readCluster reads the cluster of the local leader actor pid. Its ID is empty
 // when the actor no longer answers.
 func readCluster(node gen.Node, pid gen.PID) ClusterReport {
-	c := ClusterReport{Via: pid.String(), ViaNode: string(pid.Node), Members: []MemberReport{}}
+	c := ClusterReport{Via: pid.String(), ViaNode: string(pid.Node), ReadAt: time.Now(), Members: []MemberReport{}}
 	self, err := leader.ReadInspection(node, pid, "ergo:cluster")
 	if err != nil {
 		return c

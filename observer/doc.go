@@ -37,20 +37,24 @@
 //  2. Reading a cluster inspects every member, remote ones over the network,
 //     and wakes each; a member that does not answer costs up to the
 //     runtime's request timeout (gen.DefaultRequestTimeout) per read. The
-//     sampler spends at most a tenth of the time reading: when a reading
-//     takes longer than a tenth of the sampling interval, the next waits
-//     nine times as long as it took (a node of 1,000 clusters of 5 is read
-//     about every few seconds on a 2-core machine, and the live update's
-//     interval_ms and collect_ms say so). The page, the JSON API and
-//     /metrics serve the latest sample, so neither clients nor scrapes add
-//     readings of their own; the MCP tools read the cluster when asked.
+//     sampler spends about a tenth of the time reading: once a reading has
+//     taken a tenth of the sampling interval, it pauses after each further
+//     cluster nine times as long as reading it took (an interval at most),
+//     so a node of many clusters is read a little at a time, over several
+//     intervals (on a 2-core machine, about 10 s for 1,000 clusters of 5;
+//     the live update's interval_ms and collect_ms say so). The page, the
+//     JSON API and /metrics serve the latest sample, so neither clients nor
+//     scrapes add readings of their own; the MCP tools read the cluster
+//     when asked.
 //  3. Failover durations are measured from samples, so they are only as fine
-//     as the sampling interval (see WithSampleInterval): a failover lasts from
-//     the first sample that finds no answering leader, in a cluster that had
-//     one, to the first sample that finds one; a new leader or term seen with
-//     no leaderless sample in between counts as a failover as long as the
-//     time between the two samples. Either way the value is within one
-//     interval of the true one. The observer cannot tell a leader it cannot
+//     as the time between two readings of the cluster: the sampling
+//     interval (see WithSampleInterval), or on a node of many clusters a
+//     reading's time (2). A failover lasts from the first sample that finds
+//     no answering leader, in a cluster that had one, to the first sample
+//     that finds one; a new leader or term seen with no leaderless sample in
+//     between counts as a failover as long as the time between the two
+//     samples. Either way the value is within the time between two
+//     readings of the true one. The observer cannot tell a leader it cannot
 //     reach from a leader that is gone, so a partition between the observer
 //     and the leader alone reads as a failover.
 //  4. The handler serves no authentication: mount it behind whatever guards

@@ -48,10 +48,11 @@ type Option func(*config)
 // WithSampleInterval sets how often the sampler reads the node's clusters,
 // which is how often the live page and the metrics update and the
 // resolution of the failover histogram. Values of zero or below keep
-// DefaultSampleInterval. The sampler waits longer when reading takes more
-// than a tenth of the interval, so that it never spends more than a tenth
-// of the time reading (on a node of many clusters, where one reading
-// inspects thousands of members).
+// DefaultSampleInterval. Once a reading has taken a tenth of the interval,
+// the sampler pauses after each further cluster nine times as long as
+// reading it took (at most an interval), so that it spends about a tenth
+// of the time reading: a node of many clusters, where one reading inspects
+// thousands of members, is then read over several intervals.
 func WithSampleInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -213,11 +214,12 @@ func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
 	}{string(h.node.Name()), actors})
 }
 
-// report is the sampler's latest reading (at most one sample interval old),
-// so a busy page or API client adds no inspection traffic of its own; before
-// the first sample it collects directly.
+// report is the sampler's latest reading (one interval old at most, or
+// one reading's time on a node of many clusters), so a busy page, API
+// client or scrape adds no inspection traffic of its own; before the first
+// sample, or once the handler is closed, it collects directly.
 func (h *Handler) report() (Report, error) {
-	if s, _ := h.sampler.current(); s.seq > 0 {
+	if s, _ := h.sampler.current(); s.seq > 0 && !h.sampler.isClosed() {
 		return s.report, s.err
 	}
 	return Collect(h.node)
@@ -277,11 +279,13 @@ type liveUpdate struct {
 	Timelines []Timeline `json:"timelines"`
 	// Error is why this sample could not be collected.
 	Error string `json:"error,omitempty"`
-	// IntervalMS is the sampling interval in milliseconds: the one asked
-	// for, or longer while collecting takes more than a tenth of it
-	// (CollectMS).
+	// IntervalMS is the time from this sample to the next, in
+	// milliseconds: the sampling interval, or as long as the sample took
+	// to collect when that was longer (CollectMS: a node of many clusters
+	// is read with pauses, so that reading takes a tenth of the time).
 	IntervalMS int64 `json:"interval_ms"`
-	// CollectMS is how long this sample took to collect, in milliseconds.
+	// CollectMS is how long this sample took to collect, pauses included,
+	// in milliseconds.
 	CollectMS int64 `json:"collect_ms"`
 }
 
@@ -304,7 +308,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		s, changed := h.sampler.current()
 		if s.seq != sent && s.seq != 0 {
-			update := liveUpdate{Report: s.report, Timelines: s.timelines, IntervalMS: s.next.Milliseconds(), CollectMS: s.took.Milliseconds()}
+			update := liveUpdate{Report: s.report, Timelines: s.timelines, IntervalMS: (s.took + s.next).Milliseconds(), CollectMS: s.took.Milliseconds()}
 			if s.err != nil {
 				update.Error = s.err.Error()
 			}

@@ -116,11 +116,10 @@ func TestHandlerOnAThreeMemberCluster(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(data), &update))
 			assert.Empty(t, update.Error)
-			// The interval asked for, or nine times the collection when it
-			// took longer than a tenth of that (a loaded machine).
-			// (Both are whole milliseconds, rounded down.)
-			assert.InDelta(t, max(observer.DefaultSampleInterval.Milliseconds(), 9*update.CollectMS), update.IntervalMS, 9, "collected in %d ms", update.CollectMS)
-			assert.GreaterOrEqual(t, update.IntervalMS, observer.DefaultSampleInterval.Milliseconds())
+			// The interval asked for, or the collection's time when that was
+			// longer (a loaded machine). Both are whole milliseconds,
+			// rounded down.
+			assert.InDelta(t, max(observer.DefaultSampleInterval.Milliseconds(), update.CollectMS), update.IntervalMS, 1, "collected in %d ms", update.CollectMS)
 			require.Len(t, update.Report.Clusters, 1)
 			assert.Equal(t, "orders", update.Report.Clusters[0].ID)
 		}

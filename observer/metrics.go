@@ -132,7 +132,7 @@ func newMetrics(node gen.Node) *metrics {
 		failover: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "regent_observer_failover_seconds",
 			Help: "Failovers seen by the observer's sampling: from the first sample that found no leader in a cluster that had one to the first that found one, " +
-				"or the time between two samples that saw different leaderships; node is the observing node. Each value is within one sampling interval of the true failover.",
+				"or the time between two samples that saw different leaderships; node is the observing node. Each value is within the time between two readings of the cluster of the true failover: the sampling interval, or longer on a node of many clusters (observer package doc).",
 			Buckets: FailoverBuckets,
 		}, []string{"cluster", "node"}),
 	}

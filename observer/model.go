@@ -51,6 +51,10 @@ type ClusterReport struct {
 	Via string `json:"via"`
 	// ViaNode is the node of that actor, this observer's own.
 	ViaNode string `json:"via_node"`
+	// ReadAt is when the cluster was read: a reading of a node of many
+	// clusters is spread over time (the sampler's pace), so each cluster
+	// carries its own.
+	ReadAt time.Time `json:"read_at"`
 	// Error is why the view could not be read; Members is then empty.
 	Error string `json:"error,omitempty"`
 	// Members lists every member of the view, the local one included, by node name.

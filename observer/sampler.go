@@ -11,8 +11,9 @@ import (
 )
 
 // sample is one published collection: the report, or why it failed, and
-// the clusters' timelines up to it; took is how long it took to collect,
-// and next how long the sampler waits before the following one (pace).
+// the clusters' timelines up to it; took is how long it took to collect
+// (its pauses included), and next how long the sampler waits before the
+// following one.
 type sample struct {
 	seq        uint64
 	report     Report
@@ -21,25 +22,33 @@ type sample struct {
 	took, next time.Duration
 }
 
-// samplerShare bounds the share of the time the sampler spends collecting.
-// A collection inspects every member of every cluster the node takes part
-// in, remote ones over the network, and wakes each of them: on a node of a
-// thousand clusters one takes the better part of a second of CPU, so a
-// sampler that started the next at once would hold a core and starve the
-// elections it watches (in `regent bench scale`, 1,000 clusters at
-// 150/300/50 ms under a back-to-back sampler held 23,000 elections a minute
-// in one run, none without it).
+// samplerShare bounds the share of the time the sampler spends reading. A
+// reading inspects every member of every cluster the node takes part in,
+// remote ones over the network, and wakes each of them: on a node of a
+// thousand clusters a reading takes the better part of a second of CPU,
+// and read back to back it held a core and starved the heartbeats of the
+// elections it watches (in `regent bench scale --observer`, 1,000 clusters
+// at 150/300/50 ms: 1.2 cores, and up to 23,000 elections a minute). So
+// after each cluster the sampler pauses nine times as long as reading it
+// took, which spreads a large reading over time instead of reading in one
+// burst; a small node is read in one go, every interval.
 const samplerShare = 0.1
 
-// pace is how long the sampler waits after a collection that took took:
-// the interval asked for, or longer, so that collecting takes at most
-// samplerShare of the time.
-func pace(interval, took time.Duration) time.Duration {
-	return max(interval, time.Duration(float64(took)*(1-samplerShare)/samplerShare))
+// pauseAfter is how long the sampler pauses after reading a cluster that
+// took read, when the reading so far (busy, this cluster included) has
+// taken more than samplerShare of interval: samplerShare of the time
+// reading from then on. It is at most interval, so that a member that
+// answers late (waiting costs the node no CPU) delays the reading by its
+// own wait, not nine times as long.
+func pauseAfter(interval, busy, read time.Duration) time.Duration {
+	if float64(busy) <= float64(interval)*samplerShare {
+		return 0
+	}
+	return min(time.Duration(float64(read)*(1-samplerShare)/samplerShare), interval)
 }
 
-// sampler collects the node's clusters every interval (or less often, pace)
-// on its own goroutine,
+// sampler collects the node's clusters every interval (a large node's
+// reading spread over longer, pauseAfter) on its own goroutine,
 // publishes the latest report and the clusters' timelines for the live page
 // and the API, and feeds failover durations to the metrics.
 type sampler struct {
@@ -58,6 +67,9 @@ type sampler struct {
 	// every event stream waiting on it.
 	changed chan struct{}
 
+	// pause times the pauses within a reading (pauseAfter); owned by run.
+	pause *time.Timer
+
 	quit    chan struct{} // closed by close to stop run and every event stream
 	stopped chan struct{} // closed when run has returned
 	once    sync.Once
@@ -72,7 +84,9 @@ func newSampler(node gen.Node, interval time.Duration, m *metrics) *sampler {
 		changed:   make(chan struct{}),
 		quit:      make(chan struct{}),
 		stopped:   make(chan struct{}),
+		pause:     time.NewTimer(time.Hour),
 	}
+	s.pause.Stop()
 	go s.run()
 	return s
 }
@@ -81,21 +95,47 @@ func (s *sampler) run() {
 	defer close(s.stopped)
 	wait := time.NewTimer(0)
 	defer wait.Stop()
+	defer s.pause.Stop()
 	for {
 		select {
 		case <-wait.C:
 		case <-s.quit:
 			return
 		}
-		wait.Reset(s.sampleOnce())
+		next, open := s.sampleOnce()
+		if !open {
+			return
+		}
+		wait.Reset(next)
 	}
 }
 
-// sampleOnce collects, publishes the sample and returns how long to wait
-// before the next (pace).
-func (s *sampler) sampleOnce() time.Duration {
+// sampleOnce collects, pausing after each cluster as pauseAfter says,
+// publishes the sample and returns how long to wait before the next: the
+// rest of the interval, if any. It reports false when the sampler was
+// closed meanwhile.
+func (s *sampler) sampleOnce() (time.Duration, bool) {
 	start := time.Now()
-	report, err := Collect(s.node)
+	var busy time.Duration
+	closed := false
+	report, err := collect(s.node, func(read time.Duration) bool {
+		busy += read
+		d := pauseAfter(s.interval, busy, read)
+		if d == 0 {
+			return true
+		}
+		s.pause.Reset(d)
+		select {
+		case <-s.pause.C:
+			return true
+		case <-s.quit:
+			closed = true
+			return false
+		}
+	})
+	if closed {
+		return 0, false
+	}
 	if err == nil {
 		s.track(report)
 	}
@@ -105,13 +145,13 @@ func (s *sampler) sampleOnce() time.Duration {
 	}
 	slices.SortFunc(timelines, func(a, b Timeline) int { return strings.Compare(a.Cluster, b.Cluster) })
 	took := time.Since(start)
-	next := pace(s.interval, took)
+	next := max(s.interval-took, 0)
 	s.mu.Lock()
 	s.latest = sample{seq: s.latest.seq + 1, report: report, err: err, timelines: timelines, took: took, next: next}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	return next
+	return next, true
 }
 
 // current returns the latest sample and a channel closed when a newer one is
@@ -120,6 +160,16 @@ func (s *sampler) current() (sample, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.latest, s.changed
+}
+
+// isClosed reports whether close was called.
+func (s *sampler) isClosed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // close stops sampling and every event stream, and waits for run to return.
@@ -139,10 +189,10 @@ func (s *sampler) track(report Report) {
 		}
 		h, ok := s.histories[c.ID]
 		if !ok {
-			h = newHistory(c.ID, report.CollectedAt)
+			h = newHistory(c.ID, c.readAt(report))
 			s.histories[c.ID] = h
 		}
-		if d, ended := h.observe(report.CollectedAt, c); ended {
+		if d, ended := h.observe(c.readAt(report), c); ended {
 			s.metrics.observeFailover(c.ID, d)
 		}
 	}
@@ -197,4 +247,12 @@ func (t *failoverTrack) observe(now time.Time, leader string) (d time.Duration, 
 	}
 	t.lastAt = now
 	return d, ended
+}
+
+// readAt is when c was read, or when report began when c does not say.
+func (c ClusterReport) readAt(report Report) time.Time {
+	if c.ReadAt.IsZero() {
+		return report.CollectedAt
+	}
+	return c.ReadAt
 }

@@ -7,15 +7,21 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The sampler spends at most samplerShare of the time collecting: a quick
-// collection keeps the interval asked for, a slow one waits nine times as
-// long as it took.
-func TestThePaceKeepsCollectingToATenthOfTheTime(t *testing.T) {
-	assert.Equal(t, 250*time.Millisecond, pace(250*time.Millisecond, 10*time.Millisecond))
-	assert.Equal(t, 250*time.Millisecond, pace(250*time.Millisecond, 25*time.Millisecond), "a tenth of the interval exactly")
-	assert.Equal(t, 9*time.Second, pace(250*time.Millisecond, time.Second))
-	for _, took := range []time.Duration{time.Millisecond, 30 * time.Millisecond, 700 * time.Millisecond, 4 * time.Second} {
-		next := pace(250*time.Millisecond, took)
-		assert.LessOrEqual(t, float64(took)/float64(took+next), samplerShare+1e-9, "took %s, waits %s", took, next)
+// A reading that has taken a tenth of the interval pauses after each
+// further cluster nine times as long as reading it took, so the sampler
+// reads a tenth of the time; a small reading is not paused, and a late
+// answer (waiting, not CPU) pauses an interval at most.
+func TestTheSamplerPausesToReadATenthOfTheTime(t *testing.T) {
+	interval := 250 * time.Millisecond
+	assert.Zero(t, pauseAfter(interval, 20*time.Millisecond, time.Millisecond), "under a tenth of the interval: no pause")
+	assert.Zero(t, pauseAfter(interval, 25*time.Millisecond, time.Millisecond), "a tenth exactly")
+	assert.Equal(t, 9*time.Millisecond, pauseAfter(interval, 26*time.Millisecond, time.Millisecond))
+	assert.Equal(t, interval, pauseAfter(interval, 2*time.Second, 2*time.Second), "a member that answered late: an interval at most")
+	var busy, elapsed time.Duration
+	for range 1000 {
+		read := time.Millisecond
+		busy += read
+		elapsed += read + pauseAfter(interval, busy, read)
 	}
+	assert.InDelta(t, samplerShare, float64(busy)/float64(elapsed), 0.01, "a thousand clusters of a millisecond each: read %s over %s", busy, elapsed)
 }

@@ -73,7 +73,7 @@ type TimelineEvent struct {
 	Previous string `json:"previous,omitempty"`
 	Term     uint64 `json:"term,omitempty"`
 	// Duration is how long the cluster had no leader (failover, handover):
-	// within one sampling interval of the truth.
+	// within the time between two readings of the cluster of the truth.
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	// Campaigns is how many elections the members started to reach this
 	// leader (elected, failover); more than one is a multi-round election.

@@ -212,7 +212,7 @@
     });
     sec.appendChild(list);
     sec.appendChild(el("div", "small",
-      "Sampled every interval since " + clock(t.since) + "; durations are within one sampling interval. " +
+      "Sampled since " + clock(t.since) + "; durations are within the time between two readings of the cluster (the sampling interval, longer on a node of many clusters). " +
       "A handover is a move from one sample to the next while the old leader kept answering; a failover, one after it stopped answering, lost its quorum or left samples without a leader."));
     return sec;
   }
