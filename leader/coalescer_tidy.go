@@ -26,10 +26,12 @@ import (
 //     beat rule 7) never lowered, which it keeps; the next pairing there starts a
 //     new epoch, as after a reset (pair beat rule 6);
 //   - a pair is forgotten on the follower side only with nothing bound or
-//     being stepped and no beat for a whole period; a later beat of the
-//     sender's old epoch is out of sequence there and resets the pair,
-//     which is what any anomaly costs (rule 6), and a new epoch is taken as
-//     always.
+//     being stepped and no beat for a whole period. The leader side of such
+//     a pair was empty since before its own last tidy, and a leader that
+//     joins it starts a new epoch, which a forgotten side takes as any; a
+//     beat of an old epoch that comes later all the same is out of
+//     sequence there and resets the pair, which is what any anomaly costs
+//     (rule 6).
 
 // tidyEvery is how often the coalescer process forgets what went unused
 // (above): what was unused at one tidy and still is at the next. A pair
@@ -124,7 +126,7 @@ func (pb *pairBeats) tidy(now time.Duration) int {
 		// A pair whose joins learnt a lower cap (pair beat rule 7) keeps
 		// it: forgetting would have the next burst of joins pay the
 		// resets that taught it.
-		if !po.unused || po.joinCap != 0 || len(po.slots)+len(po.trailing)+len(po.pending)+len(po.joins)+len(po.leaves) > 0 {
+		if !po.unused || po.joinCap != 0 || !po.empty() {
 			po.unused = true
 			continue
 		}

@@ -128,9 +128,19 @@ func TestTidyForgetsALeaderSidePairOnceItsSlotsAreGone(t *testing.T) {
 		l.beatsTo(t, "b@h")
 	}
 	leave()
-	repair(l.pb.lastTick + 50*time.Millisecond)
-	l.beatsTo(t, "a@h")
+	owed := l.pb.lastTick + 2*l.ib.lead.beat.Window
+	l.pb.mu.Lock()
+	for _, po := range l.pb.pairs {
+		po.expireTrailing(owed) // the pairs do not tick: nothing else expires it
+	}
+	l.pb.mu.Unlock()
+	before := l.pb.pairs["a@h"].epoch
+	repair(owed + 10*time.Millisecond)
+	beats = l.beatsTo(t, "a@h")
 	l.beatsTo(t, "b@h")
+	require.Len(t, beats, 1)
+	assert.Greater(t, beats[0].Epoch, before, "a pair empty since before the last tidy starts a new epoch: the follower's side may be forgotten")
+	assert.Zero(t, beats[0].Prev)
 	leave()
 	late := l.pb.lastTick + 2*l.ib.lead.beat.Window
 	assert.Zero(t, l.pb.tidy(late), "a slot joined since the last tidy: kept")

@@ -61,7 +61,10 @@ import (
 //     its epoch) resets the follower node's side of the pair: every slot is
 //     unbound and the PairAck says Reset. A Reset, or a pair beat that could
 //     not be sent, resets the leader node's side: its leaders are unpaired
-//     and it starts a new epoch, whose first beat has Prev 0.
+//     and it starts a new epoch, whose first beat has Prev 0. A pair that a
+//     leader joins after it stood empty since before the coalescer's last
+//     tidy starts a new epoch too (its follower side may be forgotten,
+//     coalescer.go rule 9).
 //  7. A pair's beats carry at most its cap of joins (maxBatchEntries while
 //     none is set); a leader that would pass it pairs on a later tick. A
 //     beat too large for the network's MaxFrameSize sets the cap to half
@@ -345,6 +348,14 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 				trailing: make(map[uint32]*beatSlot), pending: make(map[uint32]*beatSlot)}
 			pb.pairs[m.PID.Node] = po
 		}
+		if po.unused && po.empty() {
+			// Empty since before the last tidy: the follower's node may
+			// have forgotten its side already (coalescer_tidy.go), and
+			// would reset a beat of this epoch. A new one it takes as any.
+			pb.epochs++
+			po.epoch, po.prev = pb.epochs, 0
+			po.ackTick, po.ackAt, po.acks, po.covered = 0, 0, 0, 0
+		}
 		po.unused = false
 		if len(po.slots) == 0 {
 			po.coverWindow = b.Window
@@ -507,6 +518,12 @@ func (pb *pairBeats) fire(now time.Duration) {
 		pb.coal.flushNow(dest, pb.linger)
 	}
 	pb.apply(&fx)
+}
+
+// empty reports whether po holds no slot, join, leave or acknowledgement
+// owed. Called with mu held.
+func (po *pairOut) empty() bool {
+	return len(po.slots)+len(po.trailing)+len(po.pending)+len(po.joins)+len(po.leaves) == 0
 }
 
 // expireTrailing forgets the slots that left more than two of their
