@@ -151,6 +151,24 @@ func InspectCluster(node gen.Node, pid gen.PID, items ...string) ([]MemberInspec
 	return out, nil
 }
 
+// FindCluster returns the leader actor of cluster on node, and false when
+// the node runs none. Like Find, it reads what the actors registered, so it
+// wakes none of them.
+func FindCluster(node gen.Node, cluster string) (gen.PID, bool) {
+	nk := nodeKey{node: node.Name(), creation: node.Creation()}
+	registry.Lock()
+	defer registry.Unlock()
+	share := registry.nodes[nk]
+	if share == nil || !node.IsAlive() {
+		return gen.PID{}, false
+	}
+	id, ok := share.clusters[cluster]
+	if !ok {
+		return gen.PID{}, false
+	}
+	return gen.PID{Node: nk.node, ID: id, Creation: nk.creation}, true
+}
+
 // Find lists the leader actors running on node, one per cluster, in PID
 // order. It reads what the actors registered on the node at their start,
 // so it wakes none of them: asking every process instead (an inspection

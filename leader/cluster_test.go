@@ -210,6 +210,11 @@ func TestInspectCluster(t *testing.T) {
 	found, err := leader.Find(c.nodes[1])
 	require.NoError(t, err)
 	assert.Equal(t, []gen.PID{c.pids[1]}, found)
+	pid, ok := leader.FindCluster(c.nodes[1], "test")
+	assert.True(t, ok)
+	assert.Equal(t, c.pids[1], pid, "FindCluster names the actor of the cluster")
+	_, ok = leader.FindCluster(c.nodes[1], "elsewhere")
+	assert.False(t, ok, "and no actor for a cluster the node is not in")
 }
 
 func atoi(t *testing.T, s string) int {

@@ -84,6 +84,19 @@ func collect(node gen.Node, pause func(read time.Duration) bool) (Report, error)
 	return report, nil
 }
 
+// CollectCluster reads one cluster of node, as Collect reads each, and
+// reports false when the node runs no leader actor of it. It reads that
+// cluster's members only: asking about one cluster of a node of a thousand
+// does not wake the others.
+func CollectCluster(node gen.Node, cluster string) (ClusterReport, bool) {
+	pid, ok := leader.FindCluster(node, cluster)
+	if !ok {
+		return ClusterReport{}, false
+	}
+	c := readCluster(node, pid)
+	return c, c.ID == cluster
+}
+
 // readCluster reads the cluster of the local leader actor pid. Its ID is empty
 // when the actor no longer answers.
 func readCluster(node gen.Node, pid gen.PID) ClusterReport {

@@ -44,8 +44,10 @@
 //     intervals (on a 2-core machine, about 10 s for 1,000 clusters of 5;
 //     the live update's interval_ms and collect_ms say so). The page, the
 //     JSON API and /metrics serve the latest sample, so neither clients nor
-//     scrapes add readings of their own; the MCP tools read the cluster
-//     when asked.
+//     scrapes add readings of their own. The MCP tools read one cluster
+//     alone when asked about one (CollectCluster), and answer a question
+//     about every cluster from the latest sample under a Handler, or read
+//     spread over time like the sampler when served on their own.
 //  3. Failover durations are measured from samples, so they are only as fine
 //     as the time between two readings of the cluster: the sampling
 //     interval (see WithSampleInterval), or on a node of many clusters a

@@ -139,7 +139,7 @@ func NewHandler(node gen.Node, opts ...Option) *Handler {
 		ErrorLog:      promLogger{node.Log()},
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	h.mux.Handle("/mcp", streaming(newMCPHandler(node, true)))
+	h.mux.Handle("/mcp", streaming(newMCPHandler(mcpTools{node: node, latest: h.report}, true)))
 	return h
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/regent-go/regent/gen"
+	"github.com/regent-go/regent/leader"
 )
 
 // MCPServerName and MCPServerVersion identify the observer's MCP server to clients.
@@ -86,17 +87,53 @@ type ClusterSummary struct {
 	Error    string   `json:"error,omitempty"`
 }
 
-// mcpTools answers the MCP server's tools and resources for one node.
-type mcpTools struct{ node gen.Node }
+// mcpTools answers the MCP server's tools and resources for one node. A
+// question about one cluster or member reads that cluster alone; one about
+// every cluster takes latest (a Handler's sampler) when set, and otherwise
+// reads the node as the sampler does, spread over time (pauseAfter), so a
+// client calling in a loop cannot read a large node in bursts.
+type mcpTools struct {
+	node   gen.Node
+	latest func() (Report, error)
+}
+
+// report reads every cluster of the node (see mcpTools).
+func (t mcpTools) report(ctx context.Context) (Report, error) {
+	if t.latest != nil {
+		return t.latest()
+	}
+	p := &pacer{interval: DefaultSampleInterval, done: ctx.Done()}
+	defer p.stop()
+	report, err := collect(t.node, p.pause)
+	if err == nil && p.stopped {
+		err = fmt.Errorf("observer: reading the clusters of %s: %w", t.node.Name(), ctx.Err())
+	}
+	return report, err
+}
+
+// cluster reads one cluster of the node alone.
+func (t mcpTools) cluster(id string) (ClusterReport, error) {
+	c, ok := CollectCluster(t.node, id)
+	if !ok {
+		return ClusterReport{}, t.noCluster(id)
+	}
+	return c, nil
+}
 
 // NewMCPServer returns an MCP server answering questions about node's
 // clusters: the tools "leaders" (which node each member believes leads, at
 // which term, with which view and quorum), "member" (one member's full
 // inspection) and "clusters" (the clusters on the node), and the resources
 // regent://clusters, regent://clusters/{cluster} and
-// regent://clusters/{cluster}/members/{node}, all JSON.
+// regent://clusters/{cluster}/members/{node}, all JSON. A question about
+// one cluster or member reads that cluster alone; one about every cluster
+// reads the node spread over time, as the Handler's sampler does.
 func NewMCPServer(node gen.Node) *mcp.Server {
-	t := mcpTools{node: node}
+	return newMCPServer(mcpTools{node: node})
+}
+
+func newMCPServer(t mcpTools) *mcp.Server {
+	node := t.node
 	s := mcp.NewServer(&mcp.Implementation{Name: MCPServerName, Version: MCPServerVersion}, &mcp.ServerOptions{
 		Instructions: "Regent leader election, observed from node " + string(node.Name()) +
 			". Call clusters first, then leaders for who leads at which term, member for one member's full ergo:* inspection.",
@@ -140,30 +177,32 @@ func ServeMCPStdio(ctx context.Context, node gen.Node) error {
 // NewMCPHandler serves NewMCPServer(node) over MCP's streamable HTTP
 // transport, statelessly: every request stands alone, so no session outlives
 // its request.
-func NewMCPHandler(node gen.Node) http.Handler { return newMCPHandler(node, false) }
+func NewMCPHandler(node gen.Node) http.Handler { return newMCPHandler(mcpTools{node: node}, false) }
 
-// newMCPHandler is NewMCPHandler; hostChecked leaves the Host check to a
-// Handler in front, whose WithHosts may accept a reverse proxy's name.
-func newMCPHandler(node gen.Node, hostChecked bool) http.Handler {
-	s := NewMCPServer(node)
+// newMCPHandler is NewMCPHandler for t; hostChecked leaves the Host check to
+// a Handler in front, whose WithHosts may accept a reverse proxy's name.
+func newMCPHandler(t mcpTools, hostChecked bool) http.Handler {
+	s := newMCPServer(t)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: hostChecked})
 }
 
-func (t mcpTools) leaders(_ context.Context, _ *mcp.CallToolRequest, in LeadersInput) (*mcp.CallToolResult, LeadersOutput, error) {
-	report, err := Collect(t.node)
-	if err != nil {
-		return nil, LeadersOutput{}, err
-	}
-	clusters := report.Clusters
+func (t mcpTools) leaders(ctx context.Context, _ *mcp.CallToolRequest, in LeadersInput) (*mcp.CallToolResult, LeadersOutput, error) {
+	var clusters []ClusterReport
 	if in.Cluster != "" {
-		c, ok := report.Cluster(in.Cluster)
-		if !ok {
-			return nil, LeadersOutput{}, t.noCluster(in.Cluster)
+		c, err := t.cluster(in.Cluster)
+		if err != nil {
+			return nil, LeadersOutput{}, err
 		}
 		clusters = []ClusterReport{c}
+	} else {
+		report, err := t.report(ctx)
+		if err != nil {
+			return nil, LeadersOutput{}, err
+		}
+		clusters = report.Clusters
 	}
-	out := LeadersOutput{Node: report.Node, Clusters: make([]ClusterBeliefs, 0, len(clusters))}
+	out := LeadersOutput{Node: string(t.node.Name()), Clusters: make([]ClusterBeliefs, 0, len(clusters))}
 	for _, c := range clusters {
 		b := ClusterBeliefs{Cluster: c.ID, Leader: c.Leader, Term: c.Term, Problems: c.Problems, Error: c.Error, Members: make([]MemberBelief, 0, len(c.Members))}
 		for _, m := range c.Members {
@@ -179,8 +218,8 @@ func (t mcpTools) member(_ context.Context, _ *mcp.CallToolRequest, in MemberInp
 	return nil, m, err
 }
 
-func (t mcpTools) clusters(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ClustersOutput, error) {
-	report, err := Collect(t.node)
+func (t mcpTools) clusters(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ClustersOutput, error) {
+	report, err := t.report(ctx)
 	if err != nil {
 		return nil, ClustersOutput{}, err
 	}
@@ -195,21 +234,27 @@ func (t mcpTools) clusters(_ context.Context, _ *mcp.CallToolRequest, _ struct{}
 	return nil, out, nil
 }
 
-// findMember reads one member; cluster may be empty when the node is in one cluster.
+// findMember reads one member, its cluster alone; cluster may be empty when
+// the node is in one cluster.
 func (t mcpTools) findMember(cluster, node string) (MemberReport, error) {
-	report, err := Collect(t.node)
-	if err != nil {
-		return MemberReport{}, err
-	}
+	var c ClusterReport
 	if cluster == "" {
-		if len(report.Clusters) != 1 {
-			return MemberReport{}, fmt.Errorf("observer: node %s is in %d clusters; name one: %w", t.node.Name(), len(report.Clusters), gen.ErrIncorrect)
+		pids, err := leader.Find(t.node)
+		if err != nil {
+			return MemberReport{}, fmt.Errorf("observer: finding leader actors on %s: %w", t.node.Name(), err)
 		}
-		cluster = report.Clusters[0].ID
-	}
-	c, ok := report.Cluster(cluster)
-	if !ok {
-		return MemberReport{}, t.noCluster(cluster)
+		if len(pids) != 1 {
+			return MemberReport{}, fmt.Errorf("observer: node %s is in %d clusters; name one: %w", t.node.Name(), len(pids), gen.ErrIncorrect)
+		}
+		if c = readCluster(t.node, pids[0]); c.ID == "" {
+			return MemberReport{}, fmt.Errorf("observer: the leader actor %s on %s ended: %w", pids[0], t.node.Name(), gen.ErrProcessUnknown)
+		}
+		cluster = c.ID
+	} else {
+		var err error
+		if c, err = t.cluster(cluster); err != nil {
+			return MemberReport{}, err
+		}
 	}
 	for _, m := range c.Members {
 		if m.Node == node {
@@ -223,8 +268,8 @@ func (t mcpTools) noCluster(cluster string) error {
 	return fmt.Errorf("observer: node %s runs no leader actor of cluster %q: %w", t.node.Name(), cluster, gen.ErrNameUnknown)
 }
 
-func (t mcpTools) readClusters(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	report, err := Collect(t.node)
+func (t mcpTools) readClusters(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	report, err := t.report(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,11 +281,7 @@ func (t mcpTools) readCluster(_ context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil || len(parts) != 1 {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	report, err := Collect(t.node)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := report.Cluster(parts[0])
+	c, ok := CollectCluster(t.node, parts[0])
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}

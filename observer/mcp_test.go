@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/leader"
 	"github.com/regent-go/regent/observer"
 )
@@ -233,4 +235,37 @@ func TestMCPOverStdio(t *testing.T) {
 func serveStdioChild(t *testing.T) {
 	n := startLocalNode(t, "stdio@127.0.0.1")
 	require.NoError(t, observer.ServeMCPStdio(context.Background(), n))
+}
+
+// A question about one cluster or one member reads that cluster alone: on
+// a node of many clusters, asking about one wakes none of the others. A
+// question about every cluster reads them all.
+func TestMCPAsksAboutOneClusterWithoutReadingTheOthers(t *testing.T) {
+	c := startCluster(t, "asked", 3)
+	c.healthy(t, 1)
+	var inspections atomic.Int64
+	other := &testCluster{id: "bystander", nodes: c.nodes}
+	other.pids = spawnMembersWith(t, c.nodes, "bystander", "bystander", func(int) gen.ProcessBehavior {
+		return &countingMember{inspections: &inspections}
+	})
+	other.healthy(t, 1)
+	cs := connectInMemory(t, c, 1)
+	before := inspections.Load()
+
+	var leaders observer.LeadersOutput
+	callTool(t, cs, "leaders", map[string]any{"cluster": "asked"}, &leaders)
+	require.Len(t, leaders.Clusters, 1)
+	assert.Equal(t, "asked", leaders.Clusters[0].Cluster)
+	var member observer.MemberReport
+	callTool(t, cs, "member", map[string]any{"cluster": "asked", "node": string(c.nodes[2].Name())}, &member)
+	assert.Equal(t, "asked", member.Cluster)
+	var cluster observer.ClusterReport
+	readResource(t, cs, "regent://clusters/asked", &cluster)
+	assert.Equal(t, "asked", cluster.ID)
+	assert.Equal(t, before, inspections.Load(), "no member of the other cluster was inspected")
+
+	var all observer.ClustersOutput
+	callTool(t, cs, "clusters", map[string]any{}, &all)
+	assert.Len(t, all.Clusters, 2)
+	assert.Greater(t, inspections.Load(), before, "a question about every cluster reads the other too")
 }

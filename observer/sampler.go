@@ -67,9 +67,6 @@ type sampler struct {
 	// every event stream waiting on it.
 	changed chan struct{}
 
-	// pause times the pauses within a reading (pauseAfter); owned by run.
-	pause *time.Timer
-
 	quit    chan struct{} // closed by close to stop run and every event stream
 	stopped chan struct{} // closed when run has returned
 	once    sync.Once
@@ -84,9 +81,7 @@ func newSampler(node gen.Node, interval time.Duration, m *metrics) *sampler {
 		changed:   make(chan struct{}),
 		quit:      make(chan struct{}),
 		stopped:   make(chan struct{}),
-		pause:     time.NewTimer(time.Hour),
 	}
-	s.pause.Stop()
 	go s.run()
 	return s
 }
@@ -95,7 +90,6 @@ func (s *sampler) run() {
 	defer close(s.stopped)
 	wait := time.NewTimer(0)
 	defer wait.Stop()
-	defer s.pause.Stop()
 	for {
 		select {
 		case <-wait.C:
@@ -110,30 +104,55 @@ func (s *sampler) run() {
 	}
 }
 
+// pacer spreads one reading over time: after each cluster it pauses as
+// pauseAfter says, and it stops the reading once done is closed.
+type pacer struct {
+	interval time.Duration
+	done     <-chan struct{}
+	// timer times the pauses; made on the first, reused after.
+	timer   *time.Timer
+	busy    time.Duration
+	stopped bool
+}
+
+// pause is collect's pause: it takes a cluster that took read to read.
+func (p *pacer) pause(read time.Duration) bool {
+	p.busy += read
+	d := pauseAfter(p.interval, p.busy, read)
+	if d == 0 {
+		return true
+	}
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+	select {
+	case <-p.timer.C:
+		return true
+	case <-p.done:
+		p.stopped = true
+		return false
+	}
+}
+
+// stop releases the pacer's timer.
+func (p *pacer) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
 // sampleOnce collects, pausing after each cluster as pauseAfter says,
 // publishes the sample and returns how long to wait before the next: the
 // rest of the interval, if any. It reports false when the sampler was
 // closed meanwhile.
 func (s *sampler) sampleOnce() (time.Duration, bool) {
 	start := time.Now()
-	var busy time.Duration
-	closed := false
-	report, err := collect(s.node, func(read time.Duration) bool {
-		busy += read
-		d := pauseAfter(s.interval, busy, read)
-		if d == 0 {
-			return true
-		}
-		s.pause.Reset(d)
-		select {
-		case <-s.pause.C:
-			return true
-		case <-s.quit:
-			closed = true
-			return false
-		}
-	})
-	if closed {
+	p := &pacer{interval: s.interval, done: s.quit}
+	defer p.stop()
+	report, err := collect(s.node, p.pause)
+	if p.stopped {
 		return 0, false
 	}
 	if err == nil {
