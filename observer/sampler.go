@@ -29,9 +29,10 @@ type sample struct {
 // and read back to back it held a core and starved the heartbeats of the
 // elections it watches (in `regent bench scale --observer`, 1,000 clusters
 // at 150/300/50 ms: 1.2 cores, and up to 23,000 elections a minute). So
-// after each cluster the sampler pauses nine times as long as reading it
-// took, which spreads a large reading over time instead of reading in one
-// burst; a small node is read in one go, every interval.
+// once a reading has taken a tenth of the interval, the sampler pauses
+// after each further cluster nine times as long as reading it took
+// (pauseAfter), which spreads a large reading over time instead of reading
+// in one burst; a small node is read in one go, every interval.
 const samplerShare = 0.1
 
 // pauseAfter is how long the sampler pauses after reading a cluster that
