@@ -44,6 +44,17 @@ var (
 )
 
 func TestPairBeatsKeepTheirPromises(t *testing.T) {
+	testPairBeatsKeepTheirPromises(t, 0)
+}
+
+// The promises hold with both sides tidying now and then (far more often
+// than every tidyEvery): a pair forgotten on either side, or joined again
+// after standing unused, starts afresh without breaking one.
+func TestPairBeatsKeepTheirPromisesThroughTidying(t *testing.T) {
+	testPairBeatsKeepTheirPromises(t, 40)
+}
+
+func testPairBeatsKeepTheirPromises(t *testing.T, tidyOdds int) {
 	seed := *pairSeed
 	if seed == 0 {
 		seed = 1
@@ -51,6 +62,7 @@ func TestPairBeatsKeepTheirPromises(t *testing.T) {
 	var seen phSeen
 	for r := range *pairRuns {
 		h := newPairHarness(t, seed+int64(r))
+		h.tidyOdds = tidyOdds
 		h.run(*pairSteps)
 		h.close()
 		seen.add(h)
@@ -233,6 +245,9 @@ type pairHarness struct {
 	genuine map[[2]gen.PID][]time.Duration
 	stopped int // steps left with the leader node's coalescer stopped
 	failed  bool
+	// tidyOdds, when above zero, has one step in tidyOdds tidy both
+	// sides, as the coalescer processes do every tidyEvery.
+	tidyOdds int
 }
 
 func newPairHarness(t *testing.T, seed int64) *pairHarness {
@@ -379,12 +394,28 @@ func (h *pairHarness) run(steps int) {
 				h.cL.pid.Store(&h.pidL)
 			}
 		}
+		if h.tidyOdds > 0 && h.rng.Intn(h.tidyOdds) == 0 {
+			h.tidy()
+		}
 		for _, l := range h.leaders {
 			if l.mail {
 				h.wakeLeader(l, false)
 			}
 		}
 		h.afterStep()
+	}
+}
+
+// tidy is what the coalescer processes' tidying does to the pairs: the
+// leader node's side, then each follower node's (coalescer_tidy.go).
+func (h *pairHarness) tidy() {
+	h.pb.tidy(h.now)
+	for _, c := range h.cF {
+		for key, src := range c.pairsIn {
+			if src.tidy() {
+				delete(c.pairsIn, key)
+			}
+		}
 	}
 }
 

@@ -65,7 +65,8 @@
 //     Serve bounds what clients hold (timeouts, WithMaxConnections) so they
 //     cannot take the file descriptors the node needs for its peers.
 //  5. The timeline starts when the handler does and follows samples: a
-//     change shorter than the interval may be missed, and a handover (the
+//     change shorter than the time between two readings of the cluster (3)
+//     may be missed, and a handover (the
 //     old leader kept answering and kept its quorum between two samples) is
 //     told from a failover by what the samples show, not by what happened
 //     inside the members.

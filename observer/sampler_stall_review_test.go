@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/gen"
@@ -28,16 +29,11 @@ func (m *stallingMember) HandleInspect(from gen.PID, items ...string) map[string
 	return m.member.HandleInspect(from, items...)
 }
 
-// One member that answers a reading late, costing the observer's node no
-// CPU, does not blind the observer for many times as long: a node that
-// stops after it is read as down (or gone) at /metrics within a bound far above the
-// sampling interval (50ms) and the stall (2s). The sampler's pace
-// (a tenth of the time reading) is meant to bound the CPU it spends; it
-// counts the wall time a reading waited for an answer too, so after this
-// stall it waits about 18s before reading again.
-func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testing.T) {
-	c := startCluster(t, "orders", 3)
-	c.healthy(t, 0)
+// startSlowpoke starts cluster slowpoke on c's nodes, its member on the
+// second node a stallingMember, and waits until it is healthy; it returns
+// the member's stall and stalled.
+func startSlowpoke(t *testing.T, c *testCluster) (*atomic.Int64, *atomic.Bool) {
+	t.Helper()
 	var stall atomic.Int64
 	var stalled atomic.Bool
 	slow := &testCluster{id: "slowpoke", nodes: c.nodes}
@@ -48,6 +44,20 @@ func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testi
 		return &member{}
 	})
 	slow.healthy(t, 0)
+	return &stall, &stalled
+}
+
+// One member that answers a reading late, costing the observer's node no
+// CPU, does not blind the observer for many times as long: a node that
+// stops after it is read as down (or gone) at /metrics within a bound far above the
+// sampling interval (50ms) and the stall (2s). The sampler's pauses
+// (a tenth of the time reading) are meant to bound the CPU it spends; they
+// count the wall time a reading waited for an answer too, so without their
+// cap of an interval this stall would pause the reading about 18s.
+func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testing.T) {
+	c := startCluster(t, "orders", 3)
+	c.healthy(t, 0)
+	stall, stalled := startSlowpoke(t, c)
 	s := serve(t, c.nodes[0], observer.WithSampleInterval(50*time.Millisecond))
 	upOf := func(node gen.Atom) (float64, bool) {
 		families, err := scrape(s)
@@ -67,4 +77,30 @@ func TestAMemberThatAnswersLateDoesNotBlindTheSamplerForNineTimesAsLong(t *testi
 	require.Eventually(t, func() bool { v, ok := upOf(c.nodes[2].Name()); return !ok || v == 0 }, 10*time.Second, poll,
 		"a stopped node's member still reads as up at /metrics 10s after it stopped")
 	t.Logf("read as down %s after its node stopped", time.Since(start))
+}
+
+// Close does not wait out a pause of the sampler's: a reading that has
+// taken a tenth of the interval pauses after each further cluster (up to
+// an interval, here 15s, after a member that answered 2s late), and the
+// pause gives way to Close at once.
+func TestCloseEndsTheSamplersPause(t *testing.T) {
+	c := startCluster(t, "orders", 3)
+	c.healthy(t, 0)
+	stall, stalled := startSlowpoke(t, c)
+	stall.Store(int64(2 * time.Second))
+	h := observer.NewHandler(c.nodes[0], observer.WithSampleInterval(15*time.Second))
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		<-closed // not left running, whatever the test's outcome
+	})
+	require.Eventually(t, stalled.Load, settle, poll, "the first reading never read the stalling member")
+	go func() {
+		defer close(closed)
+		assert.NoError(t, h.Close())
+	}()
+	select {
+	case <-closed:
+	case <-time.After(7 * time.Second):
+		t.Fatal("Close waited for the sampler's pause (an interval, 15s)")
+	}
 }
