@@ -23,15 +23,15 @@ import (
 //     from the outbox it holds, never from a newer one of the same node);
 //   - a pair is forgotten on the leader side only with no slot, join or
 //     leave, so no leader is paired there, and with its join cap (pair
-//     beat rule 7) never lowered, which it keeps; the next pairing there starts a
-//     new epoch, as after a reset (pair beat rule 6);
+//     beat rule 7) never lowered, which it keeps; the next pairing there
+//     starts a new epoch, as after a reset (pair beat rule 6);
 //   - a pair is forgotten on the follower side only with nothing bound or
-//     being stepped and no beat for a whole period. The leader side of such
-//     a pair was empty since before its own last tidy, and a leader that
-//     joins it starts a new epoch, which a forgotten side takes as any; a
-//     beat of an old epoch that comes later all the same is out of
-//     sequence there and resets the pair, which is what any anomaly costs
-//     (rule 6).
+//     being stepped and no beat for a whole period. A leader that joins a
+//     pair that is empty and had no join since the leader side's last tidy
+//     starts a new epoch, which a forgotten side takes as any; a beat of an
+//     old epoch that comes later all the same (the two sides tidy at their
+//     own times) is out of sequence there and resets the pair, which is
+//     what any anomaly costs (rule 6).
 
 // tidyEvery is how often the coalescer process forgets what went unused
 // (above): what was unused at one tidy and still is at the next. A pair

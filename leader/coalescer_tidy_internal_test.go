@@ -139,7 +139,7 @@ func TestTidyForgetsALeaderSidePairOnceItsSlotsAreGone(t *testing.T) {
 	beats = l.beatsTo(t, "a@h")
 	l.beatsTo(t, "b@h")
 	require.Len(t, beats, 1)
-	assert.Greater(t, beats[0].Epoch, before, "a pair empty since before the last tidy starts a new epoch: the follower's side may be forgotten")
+	assert.Greater(t, beats[0].Epoch, before, "an empty pair with no join since the last tidy starts a new epoch: the follower's side may be forgotten")
 	assert.Zero(t, beats[0].Prev)
 	leave()
 	late := l.pb.lastTick + 2*l.ib.lead.beat.Window

@@ -61,8 +61,8 @@ import (
 //     its epoch) resets the follower node's side of the pair: every slot is
 //     unbound and the PairAck says Reset. A Reset, or a pair beat that could
 //     not be sent, resets the leader node's side: its leaders are unpaired
-//     and it starts a new epoch, whose first beat has Prev 0. A pair that a
-//     leader joins after it stood empty since before the coalescer's last
+//     and it starts a new epoch, whose first beat has Prev 0. A leader that
+//     joins a pair that is empty and had no join since the coalescer's last
 //     tidy starts a new epoch too (its follower side may be forgotten,
 //     coalescer.go rule 9).
 //  7. A pair's beats carry at most its cap of joins (maxBatchEntries while
@@ -349,9 +349,10 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 			pb.pairs[m.PID.Node] = po
 		}
 		if po.unused && po.empty() {
-			// Empty since before the last tidy: the follower's node may
-			// have forgotten its side already (coalescer_tidy.go), and
-			// would reset a beat of this epoch. A new one it takes as any.
+			// Empty, and no join since the last tidy: the follower's
+			// node may have forgotten its side already
+			// (coalescer_tidy.go), and would reset a beat of this
+			// epoch. A new one it takes as any.
 			pb.epochs++
 			po.epoch, po.prev = pb.epochs, 0
 			po.ackTick, po.ackAt, po.acks, po.covered = 0, 0, 0, 0

@@ -23,12 +23,20 @@ type Actor struct {
 // Actors lists the leader actors on node with their own inspection, ordered
 // by cluster ID then PID.
 func Actors(node gen.Node) ([]Actor, error) {
+	return actors(node, nil)
+}
+
+// actors is Actors, calling pause after each actor with how long reading
+// it took (nil: no pause); pause returns false to stop, and the list then
+// holds the actors read so far.
+func actors(node gen.Node, pause func(read time.Duration) bool) ([]Actor, error) {
 	pids, err := leader.Find(node)
 	if err != nil {
 		return nil, fmt.Errorf("observer: finding leader actors on %s: %w", node.Name(), err)
 	}
 	out := make([]Actor, 0, len(pids))
 	for _, pid := range pids {
+		start := time.Now()
 		a := Actor{PID: pid.String(), Status: MemberReport{Node: string(pid.Node), PID: pid.String(), Self: true}}
 		inspection, err := node.Inspect(pid)
 		if err != nil {
@@ -39,6 +47,9 @@ func Actors(node gen.Node) ([]Actor, error) {
 			a.Cluster = a.Status.Cluster
 		}
 		out = append(out, a)
+		if pause != nil && !pause(time.Since(start)) {
+			break
+		}
 	}
 	slices.SortFunc(out, func(x, y Actor) int {
 		if c := strings.Compare(x.Cluster, y.Cluster); c != 0 {

@@ -44,7 +44,10 @@
 //     intervals (on a 2-core machine, about 10 s for 1,000 clusters of 5;
 //     the live update's interval_ms and collect_ms say so). The page, the
 //     JSON API and /metrics serve the latest sample, so neither clients nor
-//     scrapes add readings of their own. The MCP tools read one cluster
+//     scrapes add readings of their own: before the first sample, API
+//     requests wait for it (up to their context) and a scrape has the
+//     node's own counters only. /api/actors reads each local actor, paced
+//     the same way. The MCP tools read one cluster
 //     alone when asked about one (CollectCluster), and answer a question
 //     about every cluster from the latest sample under a Handler, or read
 //     spread over time like the sampler when served on their own.

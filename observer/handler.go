@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -117,7 +118,7 @@ type Handler struct {
 func NewHandler(node gen.Node, opts ...Option) *Handler {
 	cfg := resolve(opts)
 	h := &Handler{node: node, hosts: cfg.hosts, mux: http.NewServeMux(), metrics: newMetrics(node)}
-	h.metrics.report = h.report
+	h.metrics.report = h.metricsReport
 	h.sampler = newSampler(node, cfg.sampleInterval, h.metrics)
 
 	registry := prometheus.NewPedanticRegistry()
@@ -203,7 +204,12 @@ func (h *Handler) serveFile(static fs.FS, name, contentType string) http.Handler
 }
 
 func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
-	actors, err := Actors(h.node)
+	p := &pacer{interval: h.sampler.interval, done: r.Context().Done()}
+	defer p.stop()
+	actors, err := actors(h.node, p.pause)
+	if err == nil && p.stopped {
+		err = fmt.Errorf("observer: reading the leader actors of %s: %w", h.node.Name(), r.Context().Err())
+	}
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return
@@ -215,18 +221,47 @@ func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
 }
 
 // report is the sampler's latest reading (one interval old at most, or
-// one reading's time on a node of many clusters), so a busy page, API
-// client or scrape adds no inspection traffic of its own; before the first
-// sample, or once the handler is closed, it collects directly.
-func (h *Handler) report() (Report, error) {
-	if s, _ := h.sampler.current(); s.seq > 0 && !h.sampler.isClosed() {
+// one reading's time on a node of many clusters), so a busy page or API
+// client adds no inspection traffic of its own. Before the first sample it
+// waits for it, up to ctx, rather than reading the node itself: requests
+// made as the handler starts would each read a large node in one burst.
+// Once the handler is closed, it collects directly.
+func (h *Handler) report(ctx context.Context) (Report, error) {
+	for {
+		s, changed := h.sampler.current()
+		switch {
+		case h.sampler.isClosed():
+			return Collect(h.node)
+		case s.seq > 0:
+			return s.report, s.err
+		}
+		select {
+		case <-changed:
+		case <-h.sampler.quit:
+		case <-ctx.Done():
+			return Report{Node: string(h.node.Name()), Clusters: []ClusterReport{}},
+				fmt.Errorf("observer: waiting for the first reading of %s: %w", h.node.Name(), ctx.Err())
+		}
+	}
+}
+
+// metricsReport is what a scrape serves: the latest reading, none before
+// the first (the scrape then has the node's own counters only), and a
+// direct reading once the handler is closed (a collector registered
+// elsewhere keeps working).
+func (h *Handler) metricsReport() (Report, error) {
+	s, _ := h.sampler.current()
+	switch {
+	case h.sampler.isClosed():
+		return Collect(h.node)
+	case s.seq > 0:
 		return s.report, s.err
 	}
-	return Collect(h.node)
+	return Report{Node: string(h.node.Name()), Clusters: []ClusterReport{}}, nil
 }
 
 func (h *Handler) serveClusters(w http.ResponseWriter, r *http.Request) {
-	report, err := h.report()
+	report, err := h.report(r.Context())
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return
@@ -236,7 +271,7 @@ func (h *Handler) serveClusters(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveCluster(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("cluster")
-	report, err := h.report()
+	report, err := h.report(r.Context())
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return

@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/observer"
 )
 
@@ -274,4 +278,61 @@ func TestANodeInTwoClustersReportsBoth(t *testing.T) {
 		callTool(t, cs, "member", args, &m)
 		assert.Equal(t, "billing", m.Inspection["ergo:cluster"])
 	})
+}
+
+// slowCountingMember is member, counting its inspections, whose next one
+// waits for stall (then zero).
+type slowCountingMember struct {
+	member
+	inspections, stall *atomic.Int64
+}
+
+func (m *slowCountingMember) HandleInspect(from gen.PID, items ...string) map[string]string {
+	m.inspections.Add(1)
+	if d := time.Duration(m.stall.Swap(0)); d > 0 {
+		time.Sleep(d)
+	}
+	return m.member.HandleInspect(from, items...)
+}
+
+// Requests made before the first reading is published wait for it: however
+// many come, the node is read once, not once per request (on a node of many
+// clusters each would be a burst of thousands of wake-ups).
+func TestRequestsBeforeTheFirstReadingWaitForIt(t *testing.T) {
+	c := startCluster(t, "first", 3)
+	var inspections, stall atomic.Int64
+	waited := &testCluster{id: "waited", nodes: c.nodes}
+	waited.pids = spawnMembersWith(t, c.nodes, "waited", "waited", func(int) gen.ProcessBehavior {
+		return &slowCountingMember{inspections: &inspections, stall: &stall}
+	})
+	waited.healthy(t, 0)
+	before := inspections.Load()
+	_, err := observer.Collect(c.nodes[0])
+	require.NoError(t, err)
+	oneReading := inspections.Load() - before
+
+	stall.Store(int64(time.Second)) // the sampler's first reading takes a second
+	before = inspections.Load()
+	s := serve(t, c.nodes[0], observer.WithSampleInterval(time.Hour))
+	var wg sync.WaitGroup
+	reports := make([]observer.Report, 4)
+	errs := make([]error, 4)
+	for i := range reports {
+		wg.Go(func() {
+			resp, err := http.Get(s.URL() + "api/clusters")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			errs[i] = json.NewDecoder(resp.Body).Decode(&reports[i])
+		})
+	}
+	wg.Wait()
+	for i := range reports {
+		require.NoError(t, errs[i])
+		_, ok := reports[i].Cluster("waited")
+		assert.True(t, ok, "request %d got the first reading", i)
+	}
+	assert.Equal(t, oneReading, inspections.Load()-before, "the node was read once")
 }

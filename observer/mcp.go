@@ -94,13 +94,13 @@ type ClusterSummary struct {
 // client calling in a loop cannot read a large node in bursts.
 type mcpTools struct {
 	node   gen.Node
-	latest func() (Report, error)
+	latest func(context.Context) (Report, error)
 }
 
 // report reads every cluster of the node (see mcpTools).
 func (t mcpTools) report(ctx context.Context) (Report, error) {
 	if t.latest != nil {
-		return t.latest()
+		return t.latest(ctx)
 	}
 	p := &pacer{interval: DefaultSampleInterval, done: ctx.Done()}
 	defer p.stop()

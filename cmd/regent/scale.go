@@ -359,7 +359,7 @@ func writeScaleTable(env *environment, cfg scaleConfig, rows []scaleRow) error {
 		"window's frames alone (as many per tick, of the same mean size, over loopback TCP between goroutines).\n",
 		cfg.nodes, cfg.timings.eMin, cfg.timings.eMax, cfg.timings.hb, cfg.window, settleQuiet(cfg.timings), cfg.failoverCase)
 	if err == nil && cfg.observe {
-		_, err = fmt.Fprintf(env.stdout, "Observer: the observer sampled the first node (every %s, or less often while reading takes over a tenth of that) from the window on.\n", observer.DefaultSampleInterval)
+		_, err = fmt.Fprintf(env.stdout, "Observer: the observer sampled the first node (every %s; a large node's reading spread over longer, a tenth of the time reading) from the window on.\n", observer.DefaultSampleInterval)
 	}
 	if err == nil && cfg.stall > 0 {
 		_, err = fmt.Fprintf(env.stdout, "Stall: after the window, every CPU kept busy by other goroutines for %s; the elections it set off, and when the last came after it.\n", cfg.stall)
