@@ -155,40 +155,39 @@ func InspectCluster(node gen.Node, pid gen.PID, items ...string) ([]MemberInspec
 // the node runs none. Like Find, it reads what the actors registered, so it
 // wakes none of them.
 func FindCluster(node gen.Node, cluster string) (gen.PID, bool) {
-	nk := nodeKey{node: node.Name(), creation: node.Creation()}
-	registry.Lock()
-	defer registry.Unlock()
-	share := registry.nodes[nk]
-	if share == nil || !node.IsAlive() {
-		return gen.PID{}, false
-	}
-	id, ok := share.clusters[cluster]
-	if !ok {
-		return gen.PID{}, false
-	}
-	return gen.PID{Node: nk.node, ID: id, Creation: nk.creation}, true
+	var pid gen.PID
+	found := false
+	withShare(node, func(s *nodeShare) {
+		if s == nil {
+			return
+		}
+		var id uint64
+		if id, found = s.clusters[cluster]; found {
+			pid = s.pidOf(id)
+		}
+	})
+	return pid, found && node.IsAlive()
 }
 
 // Find lists the leader actors running on node, one per cluster, in PID
 // order. It reads what the actors registered on the node at their start,
 // so it wakes none of them: asking every process instead (an inspection
 // each) woke a thousand members of a node of a thousand clusters at once.
-// It fails (gen.ErrNodeTerminated) when the node has stopped.
+// It fails (gen.ErrNodeTerminated) when the node is not running.
 func Find(node gen.Node) ([]gen.PID, error) {
 	if !node.IsAlive() {
 		return nil, fmt.Errorf("leader: listing the leader actors of %s: %w", node.Name(), gen.ErrNodeTerminated)
 	}
-	nk := nodeKey{node: node.Name(), creation: node.Creation()}
-	registry.Lock()
-	share := registry.nodes[nk]
 	var out []gen.PID
-	if share != nil {
-		out = make([]gen.PID, 0, len(share.clusters))
-		for _, id := range share.clusters {
-			out = append(out, gen.PID{Node: nk.node, ID: id, Creation: nk.creation})
+	withShare(node, func(s *nodeShare) {
+		if s == nil {
+			return
 		}
-	}
-	registry.Unlock()
+		out = make([]gen.PID, 0, len(s.clusters))
+		for _, id := range s.clusters {
+			out = append(out, s.pidOf(id))
+		}
+	})
 	slices.SortFunc(out, func(x, y gen.PID) int { return cmp.Compare(x.ID, y.ID) })
 	return out, nil
 }

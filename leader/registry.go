@@ -124,7 +124,7 @@ func tryRegister(process gen.Process, cluster string, nk nodeKey) (*nodeShare, e
 	if share != nil {
 		if other, ok := share.clusters[cluster]; ok && other != pid.ID {
 			return nil, fmt.Errorf("leader: cluster %q already has a member on node %s (%s); one election actor per cluster per node: %w",
-				cluster, pid.Node, gen.PID{Node: nk.node, ID: other, Creation: nk.creation}, gen.ErrTaken)
+				cluster, pid.Node, share.pidOf(other), gen.ErrTaken)
 		}
 	}
 	if share == nil {
@@ -207,8 +207,23 @@ func ReadCoalescer(node gen.Node) CoalescerStats {
 // shareOf returns the share of node's current life; nil when no leader
 // actor runs on it.
 func shareOf(node gen.Node) *nodeShare {
+	var share *nodeShare
+	withShare(node, func(s *nodeShare) { share = s })
+	return share
+}
+
+// withShare calls f with the share of node's current life (nil when no
+// leader actor runs on it) under the registry's lock, which guards the
+// share's clusters.
+func withShare(node gen.Node, f func(*nodeShare)) {
 	nk := nodeKey{node: node.Name(), creation: node.Creation()}
 	registry.Lock()
 	defer registry.Unlock()
-	return registry.nodes[nk]
+	f(registry.nodes[nk])
+}
+
+// pidOf is the PID of the leader actor of s's node life whose PID.ID is id
+// (clusters).
+func (s *nodeShare) pidOf(id uint64) gen.PID {
+	return gen.PID{Node: s.key.node, ID: id, Creation: s.key.creation}
 }

@@ -72,7 +72,8 @@ func Collect(node gen.Node) (Report, error) {
 // reading it took (nil: no pause); pause returns false to stop, and the
 // report then holds the clusters read so far.
 func collect(node gen.Node, pause func(read time.Duration) bool) (Report, error) {
-	report := Report{Node: string(node.Name()), CollectedAt: time.Now(), Clusters: []ClusterReport{}}
+	report := emptyReport(node)
+	report.CollectedAt = time.Now()
 	pids, err := leader.Find(node)
 	if err != nil {
 		return report, fmt.Errorf("observer: finding leader actors on %s: %w", node.Name(), err)
@@ -93,6 +94,11 @@ func collect(node gen.Node, pause func(read time.Duration) bool) (Report, error)
 	}
 	slices.SortFunc(report.Clusters, func(x, y ClusterReport) int { return strings.Compare(x.ID, y.ID) })
 	return report, nil
+}
+
+// emptyReport is a report of node with no cluster.
+func emptyReport(node gen.Node) Report {
+	return Report{Node: string(node.Name()), Clusters: []ClusterReport{}}
 }
 
 // CollectCluster reads one cluster of node, as Collect reads each, and

@@ -204,12 +204,8 @@ func (h *Handler) serveFile(static fs.FS, name, contentType string) http.Handler
 }
 
 func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
-	p := &pacer{interval: h.sampler.interval, done: r.Context().Done()}
-	defer p.stop()
-	actors, err := actors(h.node, p.pause)
-	if err == nil && p.stopped {
-		err = fmt.Errorf("observer: reading the leader actors of %s: %w", h.node.Name(), r.Context().Err())
-	}
+	actors, err := paced(r.Context(), h.sampler.interval, "the leader actors of "+string(h.node.Name()),
+		func(pause func(time.Duration) bool) ([]Actor, error) { return actors(h.node, pause) })
 	if err != nil {
 		h.writeError(w, http.StatusInternalServerError, err)
 		return
@@ -220,44 +216,48 @@ func (h *Handler) serveActors(w http.ResponseWriter, r *http.Request) {
 	}{string(h.node.Name()), actors})
 }
 
-// report is the sampler's latest reading (one interval old at most, or
-// one reading's time on a node of many clusters), so a busy page or API
-// client adds no inspection traffic of its own. Before the first sample it
-// waits for it, up to ctx, rather than reading the node itself: requests
-// made as the handler starts would each read a large node in one burst.
-// Once the handler is closed, it collects directly.
+// latest is the reading to serve now: the sampler's latest (one interval
+// old at most, or one reading's time on a node of many clusters), so a busy
+// page, API client or scrape adds no inspection traffic of its own; a
+// direct reading once the handler is closed (a collector registered
+// elsewhere keeps working); none (ok false) before the first sample.
+func (h *Handler) latest() (report Report, ok bool, err error) {
+	s, _ := h.sampler.current()
+	switch {
+	case h.sampler.isClosed():
+		report, err = Collect(h.node)
+		return report, true, err
+	case s.seq > 0:
+		return s.report, true, s.err
+	}
+	return Report{}, false, nil
+}
+
+// report is latest, waiting for the first sample up to ctx rather than
+// reading the node itself: requests made as the handler starts would each
+// read a large node in one burst.
 func (h *Handler) report(ctx context.Context) (Report, error) {
 	for {
-		s, changed := h.sampler.current()
-		switch {
-		case h.sampler.isClosed():
-			return Collect(h.node)
-		case s.seq > 0:
-			return s.report, s.err
+		_, changed := h.sampler.current()
+		if report, ok, err := h.latest(); ok {
+			return report, err
 		}
 		select {
 		case <-changed:
 		case <-h.sampler.quit:
 		case <-ctx.Done():
-			return Report{Node: string(h.node.Name()), Clusters: []ClusterReport{}},
-				fmt.Errorf("observer: waiting for the first reading of %s: %w", h.node.Name(), ctx.Err())
+			return emptyReport(h.node), fmt.Errorf("observer: waiting for the first reading of %s: %w", h.node.Name(), ctx.Err())
 		}
 	}
 }
 
-// metricsReport is what a scrape serves: the latest reading, none before
-// the first (the scrape then has the node's own counters only), and a
-// direct reading once the handler is closed (a collector registered
-// elsewhere keeps working).
+// metricsReport is what a scrape serves: latest, and before the first
+// sample no cluster (the scrape then has the node's own counters only).
 func (h *Handler) metricsReport() (Report, error) {
-	s, _ := h.sampler.current()
-	switch {
-	case h.sampler.isClosed():
-		return Collect(h.node)
-	case s.seq > 0:
-		return s.report, s.err
+	if report, ok, err := h.latest(); ok {
+		return report, err
 	}
-	return Report{Node: string(h.node.Name()), Clusters: []ClusterReport{}}, nil
+	return emptyReport(h.node), nil
 }
 
 func (h *Handler) serveClusters(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -102,13 +103,8 @@ func (t mcpTools) report(ctx context.Context) (Report, error) {
 	if t.latest != nil {
 		return t.latest(ctx)
 	}
-	p := &pacer{interval: DefaultSampleInterval, done: ctx.Done()}
-	defer p.stop()
-	report, err := collect(t.node, p.pause)
-	if err == nil && p.stopped {
-		err = fmt.Errorf("observer: reading the clusters of %s: %w", t.node.Name(), ctx.Err())
-	}
-	return report, err
+	return paced(ctx, DefaultSampleInterval, "the clusters of "+string(t.node.Name()),
+		func(pause func(time.Duration) bool) (Report, error) { return collect(t.node, pause) })
 }
 
 // cluster reads one cluster of the node alone.

@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,6 +136,18 @@ func (p *pacer) pause(read time.Duration) bool {
 		p.stopped = true
 		return false
 	}
+}
+
+// paced runs read with a pacer for interval that ctx stops; a reading cut
+// short by ctx fails with its error, naming what was read.
+func paced[T any](ctx context.Context, interval time.Duration, what string, read func(pause func(time.Duration) bool) (T, error)) (T, error) {
+	p := &pacer{interval: interval, done: ctx.Done()}
+	defer p.stop()
+	v, err := read(p.pause)
+	if err == nil && p.stopped {
+		err = fmt.Errorf("observer: reading %s: %w", what, ctx.Err())
+	}
+	return v, err
 }
 
 // stop releases the pacer's timer.
