@@ -9,8 +9,9 @@ import (
 	"github.com/regent-go/regent/internal/election"
 )
 
-// Transition is one change of a member's role, term or recognised leader, as
-// reported to Options.OnTransition and to subscribers.
+// Transition is one change of a member's role, term, recognised leader,
+// protocol leadership or view, as reported to Options.OnTransition
+// (subscribers hear of leader and term changes only, MessageLeaderChanged).
 type Transition struct {
 	At             time.Time
 	ClusterID      string

@@ -121,7 +121,8 @@ type Options struct {
 	StateFile string
 
 	// OnTransition, when set, is called on the actor's goroutine after each
-	// input that changed the role, term or recognised leader, with the state
+	// input that changed the role, term, recognised leader, protocol
+	// leadership (Transition.ProtocolLeader) or accepted view, with the state
 	// at the end of that input (steps within one input, such as a lone member
 	// going from follower through candidate to leader, are reported as one).
 	// It must return quickly; the test harness records histories with it.

@@ -128,7 +128,9 @@ func (d *demo) transition(t leader.Transition, prev view) {
 		d.p.event(t.At, "LEADER", attrs...)
 	case prev.role == leader.RoleLeader:
 		d.p.event(t.At, "STEPDOWN", who, role, term)
-	case t.Role == leader.RoleCandidate:
+	case t.Role == leader.RoleCandidate && (prev.role != t.Role || prev.term != t.Term):
+		// A candidate that won leads hidden until its view commits at its
+		// term: that report, and any view change meanwhile, are not news.
 		d.p.event(t.At, "CANDIDATE", who, role, term)
 	case t.Role == leader.RoleFollower && d.cfg.verbose:
 		d.p.event(t.At, "FOLLOWER", who, role, term, slog.String("follows", orNone(t.Leader)))
