@@ -99,6 +99,7 @@ type pageCluster struct {
 	Events      []pageEvent `json:"events"`
 	Tenures     []string    `json:"tenures"`
 	Elections   []string    `json:"elections"`
+	Updated     string      `json:"updated"`
 }
 
 // pageEvent is one entry of the page's leadership timeline.
@@ -128,6 +129,7 @@ const readPage = `((CLUSTER) => {
     events: Array.from(s.querySelectorAll('.event')).map(e => ({kind: e.dataset.kind, leader: e.dataset.leader, text: e.textContent})),
     tenures: Array.from(s.querySelectorAll('.tenure:not(.gap)')).map(e => e.dataset.leader + '@' + e.dataset.term),
     elections: Array.from(s.querySelectorAll('td.elections')).map(e => e.textContent),
+    updated: document.getElementById('updated').textContent,
   };
 })`
 
@@ -192,6 +194,7 @@ func TestThePageInHeadlessChromium(t *testing.T) {
 				slices.Contains(got.Tenures, want.Leader+"@"+term)
 		}, settle, poll, "the page never showed one leader at the API's term with no disagreement")
 		assert.Equal(t, "live", got.Status)
+		assert.NotContains(t, []string{"never", "Invalid Date", ""}, got.Updated, "the header says when the page's reading ended")
 		assert.True(t, slices.ContainsFunc(got.Events, func(e pageEvent) bool { return e.Kind == observer.EventElected }),
 			"the timeline shows the first election: %+v", got.Events)
 		for _, e := range got.Elections {

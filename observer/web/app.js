@@ -279,7 +279,11 @@
   function render(update) {
     var report = update.report;
     document.getElementById("node").textContent = report.node;
-    document.getElementById("updated").textContent = new Date(report.collected_at).toLocaleTimeString();
+    // A large node is read over seconds (collect_ms): the page is as new as
+    // the reading's end, and says how long the reading took when it shows.
+    var took = update.collect_ms || 0;
+    var updated = new Date(new Date(report.collected_at).getTime() + took).toLocaleTimeString();
+    document.getElementById("updated").textContent = took >= 1000 ? updated + " (read over " + (took / 1000).toFixed(1) + " s)" : updated;
     var errEl = document.getElementById("error");
     errEl.hidden = !update.error;
     errEl.textContent = update.error || "";
