@@ -40,7 +40,9 @@ import (
 //     comes: its timer is rescheduled for the new deadline and its place
 //     passes on.
 //  4. A member waiting in the queue does not probe its peers either: its
-//     probe timer's firing waits with it and is delivered with its turn.
+//     probe timer's firing waits with it and is delivered with its turn,
+//     or as soon as it waits no more (its core cancelled or re-armed its
+//     election timer), unless its core cancelled its probe timer meanwhile.
 //     A member without a view probes every declared peer each
 //     ElectionTimeoutMax, so thousands of clusters waiting to form would
 //     otherwise spend on probes what their rounds need (in `regent bench
@@ -202,20 +204,24 @@ func (g *campaignGate) endWaitLocked(o *timerOwner, now time.Duration) {
 // that waited for a place was cancelled, re-armed or taken. Its entry
 // stays: at its turn it campaigns if that timer fired again meanwhile,
 // which made it wait again (admit), and is found stale otherwise (rule 3).
-// Called with the election timer's mu held.
-func (o *timerOwner) endWait() {
+// A probe held for it is held no more (rule 4): it reports whether one
+// was, which its actor fires (Actor.fireHeldProbe). Called with the
+// election timer's mu held.
+func (o *timerOwner) endWait() (probeHeld bool) {
 	// Only admit, called with the election timer's mu held, queues o: a
 	// state read here that is not gateQueued stays so.
 	if o.campaigns == nil || gateState(o.gate.Load()) != gateQueued {
-		return
+		return false
 	}
 	g := o.campaigns
 	now := sinceEpoch(time.Now())
 	g.mu.Lock()
 	if gateState(o.gate.Load()) == gateQueued {
 		g.endWaitLocked(o, now)
+		probeHeld, o.probeHeld = o.probeHeld, false
 	}
 	g.mu.Unlock()
+	return probeHeld
 }
 
 // CampaignGateStats are the campaign gate's counters: for the members of
@@ -378,12 +384,13 @@ func (g *campaignGate) release(o *timerOwner) {
 }
 
 // holdProbe holds the firing of o's probe timer while o waits in the queue
-// (rule 4), and reports whether it did. Called with the probe timer's mu
-// held.
+// (rule 4), and reports whether it did: not once its election timer's
+// firing no longer waits, though its entry stays. Called with the probe
+// timer's mu held.
 func (g *campaignGate) holdProbe(o *timerOwner) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gateState(o.gate.Load()) != gateQueued {
+	if gateState(o.gate.Load()) != gateQueued || !o.gateWaits {
 		return false
 	}
 	if !o.probeHeld {

@@ -59,8 +59,17 @@ func (m *gated) cancel() {
 	m.timer.mu.Lock()
 	m.timer.due = 0
 	m.timer.stop(m.owner)
-	m.timer.leftGate(m.owner, election.TimerElection)
+	held := m.timer.leftGate(m.owner, election.TimerElection)
 	m.timer.mu.Unlock()
+	m.fireHeldProbe(held)
+}
+
+// fireHeldProbe fires m's probe timer when its firing was held, as
+// Actor.fireHeldProbe does.
+func (m *gated) fireHeldProbe(held bool) {
+	if held {
+		m.probe.fireHeld(m.owner, election.TimerProbe)
+	}
 }
 
 // rearm arms m's election timer an hour ahead, as Actor.applyTimer does.
@@ -71,8 +80,9 @@ func (m *gated) rearm() {
 	if m.timer.runAt == 0 || m.timer.due < m.timer.runAt {
 		m.timer.schedule(now, m.owner, election.TimerElection)
 	}
-	m.timer.leftGate(m.owner, election.TimerElection)
+	held := m.timer.leftGate(m.owner, election.TimerElection)
 	m.timer.mu.Unlock()
+	m.fireHeldProbe(held)
 }
 
 // fireProbe makes m's probe timer due now and runs its callback.
@@ -326,6 +336,8 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 			}
 			if m.owner.gateWaits {
 				waiting++
+			} else if m.owner.probeHeld {
+				rt.Fatalf("member %d no longer waits, yet a probe is held for it", i)
 			}
 			continue
 		}
@@ -731,4 +743,72 @@ func TestCampaignGateAMemberThatTakesItsFiringWhileQueuedNoLongerWaits(t *testin
 	assert.Equal(t, uint64(1), st.Stale)
 	assert.Zero(t, st.Queued)
 	assert.Zero(t, st.Holding)
+}
+
+// fireTimer makes a's timer of kind due now and runs its callback, as the
+// Go timer would.
+func fireTimer(a *Actor, kind election.TimerKind) {
+	tm := &a.timers[kind]
+	tm.mu.Lock()
+	now := sinceEpoch(time.Now())
+	tm.due, tm.runAt = now, now
+	tm.mu.Unlock()
+	tm.fire(a.inbox.owner, kind)
+}
+
+// armTimer arms a's timer of kind an hour ahead, or cancels it, as its
+// core does through Actor.applyTimer.
+func armTimer(a *Actor, kind election.TimerKind, cancel bool) {
+	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: kind, Gen: a.timers[kind].gen + 1}, After: time.Hour, Cancel: cancel})
+}
+
+// sentOf lists the timer kinds a's timers sent it, in order.
+func sentOf(a *Actor) []election.TimerKind {
+	f := a.inbox.owner.process.(*firings)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []election.TimerKind
+	for _, s := range f.sent {
+		out = append(out, s.(timerFired).kind)
+	}
+	return out
+}
+
+// Campaign gate, rule 4: a probe is held only while its member waits. One
+// whose election timer's firing no longer waits (its core cancelled or
+// re-armed that timer) gets the probe held for it at once, not at the turn
+// it no longer needs; its probe timer fires as ever from then on; and a
+// probe whose timer its core cancelled meanwhile is dropped.
+func TestCampaignGateRule4AMemberThatNoLongerWaitsGetsItsHeldProbeAtOnce(t *testing.T) {
+	g := newCampaignGate(1)
+	as := newGatedActors(t, g, 3)
+	for _, a := range as {
+		armTimer(a, election.TimerProbe, false)
+		fireElection(a)
+	}
+	fireTimer(as[1], election.TimerProbe)
+	fireTimer(as[2], election.TimerProbe)
+	require.Empty(t, sentOf(as[1]), "a waiting member's probe waits with it")
+	require.Empty(t, sentOf(as[2]))
+	require.Equal(t, uint64(2), g.Stats().ProbesHeld)
+
+	armTimer(as[1], election.TimerElection, true)
+	assert.Equal(t, []election.TimerKind{election.TimerProbe}, sentOf(as[1]),
+		"its election timer cancelled, it no longer waits: its held probe comes at once")
+	armTimer(as[1], election.TimerProbe, false)
+	fireTimer(as[1], election.TimerProbe)
+	assert.Equal(t, []election.TimerKind{election.TimerProbe, election.TimerProbe}, sentOf(as[1]),
+		"its next probe is not held: it does not wait")
+
+	armTimer(as[2], election.TimerProbe, true)
+	armTimer(as[2], election.TimerElection, false)
+	assert.Empty(t, sentOf(as[2]), "its election timer re-armed, it no longer waits, and its probe timer was cancelled: nothing to fire")
+
+	g.took(as[0].inbox.owner)
+	g.endRound(as[0].inbox.owner) // the turns of as[1] and as[2]: both stale
+	assert.Len(t, sentOf(as[1]), 2, "its turn brings it nothing more")
+	assert.Empty(t, sentOf(as[2]))
+	st := g.Stats()
+	assert.Zero(t, st.Holding)
+	assert.Equal(t, uint64(2), st.ProbesHeld)
 }
