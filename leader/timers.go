@@ -286,7 +286,7 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 }
 
 // leftGate ends the wait at the campaign gate of o's member when t is its
-// election timer, just cancelled, re-armed or taken: the firing that waited
+// election timer, just cancelled or re-armed: the firing that waited
 // there is moot (campaigngate.go, endWait). It reports whether a probe
 // firing was held for the member, which the caller fires once mu is
 // released (Actor.fireHeldProbe). Called with mu held.
@@ -536,8 +536,13 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
-// ticked with the Timer it returns: only when the pending arming is due.
+// ticked with the Timer it returns: only when the pending arming is due,
+// and for an election firing at the campaign gate, only when a place came
+// with it (campaignGate.took): its round starts.
 func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool) {
+	if o := a.inbox.owner; f.kind == election.TimerElection && o.campaigns != nil && !o.campaigns.took(o) {
+		return election.Timer{}, false
+	}
 	k := int(f.kind)
 	if k < 0 || k >= timerKinds || !a.timers[k].pending {
 		return election.Timer{}, false
@@ -556,10 +561,8 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 	}
 	t.due = 0
 	t.stop(a.inbox.owner)
-	held := t.leftGate(a.inbox.owner, f.kind)
 	t.mu.Unlock()
 	t.pending = false
-	a.fireHeldProbe(held)
 	return election.Timer{Kind: f.kind, Gen: t.gen}, true
 }
 
