@@ -351,9 +351,6 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		if m.From.Node != a.PID().Node {
 			return a.userMessage(m)
 		}
-		if msg.kind == election.TimerElection && a.inbox.owner.campaigns != nil {
-			a.inbox.owner.campaigns.took(a.inbox.owner)
-		}
 		t, due := a.onTimerFired(now, msg)
 		if !due {
 			return nil

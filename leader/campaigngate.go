@@ -23,15 +23,19 @@ import (
 //  1. An election timer that fires while the process already has its
 //     capacity of members campaigning does not wake its member: the member
 //     waits in the gate's queue, oldest first, and campaigns when a round
-//     ends. So the rounds running at once never exceed the capacity, and
-//     each finishes in the time a round takes, not in the time the storm
-//     takes.
+//     ends. A member campaigns only on a firing that came with a place: one
+//     its actor takes without (one more sent with its place, or one left
+//     in its mailbox when it queued again) starts no round. So the rounds
+//     running at once never exceed the capacity, and each finishes in the
+//     time a round takes, not in the time the storm takes.
 //  2. A member holds its place from when its actor takes the firing that
 //     let it campaign (inputs it takes before do not count) until its core
 //     runs no round (Core.Campaigning) after an input: it won, it lost, or
 //     it heard of a leader; or until no election timer can end its round
 //     any more (the core may no longer campaign). A member whose round times out while
-//     others wait gives its place to the oldest of them and queues again,
+//     others wait gives its place to the oldest of them and queues again
+//     (not one whose timer fires again before its actor took the firing
+//     that came with its place: its round has not begun, and it keeps it),
 //     so a cluster that cannot win (too few members alive) never starves
 //     the others: each member waits at most (queue ahead / capacity)
 //     election timeouts.
@@ -40,7 +44,9 @@ import (
 //     comes: its timer is rescheduled for the new deadline and its place
 //     passes on.
 //  4. A member waiting in the queue does not probe its peers either: its
-//     probe timer's firing waits with it and is delivered with its turn.
+//     probe timer's firing waits with it and is delivered with its turn,
+//     or as soon as it waits no more (its core cancelled or re-armed its
+//     election timer), unless its core cancelled its probe timer meanwhile.
 //     A member without a view probes every declared peer each
 //     ElectionTimeoutMax, so thousands of clusters waiting to form would
 //     otherwise spend on probes what their rounds need (in `regent bench
@@ -56,8 +62,8 @@ import (
 // Its places are the process's; its counters are kept for the process and
 // for each node's members (ReadCampaignGate, ReadNodeCampaignGate). A
 // member counts as waiting while the election timer firing that queued it
-// waits for a place: not once its core cancels, re-arms or takes that
-// timer, nor once it stops, though its entry stays until its turn (rule 3
+// waits for a place: not once its core cancels or re-arms that timer,
+// nor once it stops, though its entry stays until its turn (rule 3
 // passes it over then).
 
 // campaignsPerCore sizes the gate: rounds running at once per CPU the Go
@@ -96,8 +102,8 @@ type campaignGate struct {
 	// mu guards holding, queue, the waiting and maxQueue of the process's
 	// tally and of every node's, and every owner's gate fields. It is
 	// taken after a shellTimer's mu (admit, from the timer's callback;
-	// endWait), never before: a place passed on is delivered after it is
-	// released.
+	// endWait; wake, freeing a stale turn), never before: a place passed on
+	// is delivered after it is released.
 	mu      sync.Mutex
 	holding int         // places given, taken by their actor or not
 	queue   []gateEntry // may hold entries whose member no longer waits: skipped, or found stale at its turn
@@ -199,23 +205,27 @@ func (g *campaignGate) endWaitLocked(o *timerOwner, now time.Duration) {
 }
 
 // endWait ends the wait of o, in the queue, whose election timer's firing
-// that waited for a place was cancelled, re-armed or taken. Its entry
+// that waited for a place was cancelled or re-armed. Its entry
 // stays: at its turn it campaigns if that timer fired again meanwhile,
 // which made it wait again (admit), and is found stale otherwise (rule 3).
-// Called with the election timer's mu held.
-func (o *timerOwner) endWait() {
+// A probe held for it is held no more (rule 4): it reports whether one
+// was, which its actor fires (Actor.fireHeldProbe). Called with the
+// election timer's mu held.
+func (o *timerOwner) endWait() (probeHeld bool) {
 	// Only admit, called with the election timer's mu held, queues o: a
 	// state read here that is not gateQueued stays so.
 	if o.campaigns == nil || gateState(o.gate.Load()) != gateQueued {
-		return
+		return false
 	}
 	g := o.campaigns
 	now := sinceEpoch(time.Now())
 	g.mu.Lock()
 	if gateState(o.gate.Load()) == gateQueued {
 		g.endWaitLocked(o, now)
+		probeHeld, o.probeHeld = o.probeHeld, false
 	}
 	g.mu.Unlock()
+	return probeHeld
 }
 
 // CampaignGateStats are the campaign gate's counters: for the members of
@@ -304,7 +314,12 @@ func (g *campaignGate) admit(t *shellTimer, o *timerOwner, now time.Duration) (b
 			g.startWaitLocked(o, now)
 		}
 		return false, nil
-	case gateHolding, gateGranted:
+	case gateGranted:
+		// Its actor has yet to take the firing that came with its place:
+		// its round has not begun, and this firing goes on with that one
+		// (its actor campaigns on whichever it takes first, took).
+		return true, nil
+	case gateHolding:
 		next := g.nextLocked(now)
 		if next == nil {
 			o.gate.Store(int32(gateGranted))
@@ -378,12 +393,13 @@ func (g *campaignGate) release(o *timerOwner) {
 }
 
 // holdProbe holds the firing of o's probe timer while o waits in the queue
-// (rule 4), and reports whether it did. Called with the probe timer's mu
-// held.
+// (rule 4), and reports whether it did: not once its election timer's
+// firing no longer waits, though its entry stays. Called with the probe
+// timer's mu held.
 func (g *campaignGate) holdProbe(o *timerOwner) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gateState(o.gate.Load()) != gateQueued {
+	if gateState(o.gate.Load()) != gateQueued || !o.gateWaits {
 		return false
 	}
 	if !o.probeHeld {
@@ -426,31 +442,43 @@ func (g *campaignGate) freeLocked(o *timerOwner, now time.Duration) *gateEntry {
 func (g *campaignGate) wake(e *gateEntry) {
 	for e != nil {
 		t, o := e.timer, e.owner
+		var next *gateEntry
 		t.mu.Lock()
 		now := sinceEpoch(time.Now())
 		due := t.runAt == 0 && t.due != 0 && now >= t.due
 		if !due {
+			// Freed before its timer is rescheduled, with its mu held: a
+			// firing of that timer finds the member without a place, and
+			// asks for one (admit), instead of going on with this one, which
+			// its actor would take without it (took).
+			g.count(o, gateStale)
+			next = g.free(o, now)
 			t.resume(now, o, election.TimerElection)
 		}
 		t.mu.Unlock()
 		// Sent as the actor itself, as every firing is (timers.go); when
 		// that fails the actor is gone, and the place passes on too. A
 		// probe held for it comes after its election firing.
-		sent := due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) == nil
+		if due && o.process.Send(o.pid, timerFired{kind: election.TimerElection}) != nil {
+			g.count(o, gateStale)
+			next = g.free(o, now)
+		}
 		if e.probe {
 			_ = o.process.Send(o.pid, timerFired{kind: election.TimerProbe})
 		}
-		if sent {
-			return
-		}
-		g.count(o, gateStale)
-		g.mu.Lock()
-		e = nil
-		if gateState(o.gate.Load()) == gateGranted {
-			e = g.freeLocked(o, now)
-		}
-		g.mu.Unlock()
+		e = next
 	}
+}
+
+// free frees the place o was given and returns the waiting member it
+// passes to, when o still has it and its actor has yet to take it.
+func (g *campaignGate) free(o *timerOwner, now time.Duration) *gateEntry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gateState(o.gate.Load()) != gateGranted {
+		return nil
+	}
+	return g.freeLocked(o, now)
 }
 
 // holds reports whether o holds a place and its actor took the firing that
@@ -458,19 +486,25 @@ func (g *campaignGate) wake(e *gateEntry) {
 // the actor itself moves a place from granted to held (took).
 func (o *timerOwner) holds() bool { return gateState(o.gate.Load()) == gateHolding }
 
-// took records that o's actor takes an election timer firing: a place
-// granted with it is now held, and is settled after this input. Until
-// then, inputs the actor takes before the firing do not free the place:
-// its round has not begun.
-func (g *campaignGate) took(o *timerOwner) {
+// took records that o's actor takes an election timer firing, and reports
+// whether the firing came with a place: one granted with it is now held,
+// and is settled after this input. Until then, inputs the actor takes
+// before the firing do not free the place: its round has not begun. A
+// firing taken without a place (one more sent with the place, taken after
+// it; or one left in the mailbox when its member's round timed out and it
+// queued again) must not start a round (rule 1): its timer, if it is due,
+// waits at the gate or fires again.
+func (g *campaignGate) took(o *timerOwner) bool {
 	if gateState(o.gate.Load()) != gateGranted {
-		return
+		return false
 	}
 	g.mu.Lock()
-	if gateState(o.gate.Load()) == gateGranted {
-		o.gate.Store(int32(gateHolding))
+	defer g.mu.Unlock()
+	if gateState(o.gate.Load()) != gateGranted {
+		return false
 	}
-	g.mu.Unlock()
+	o.gate.Store(int32(gateHolding))
+	return true
 }
 
 // settleCampaign frees the actor's place at the gate once its core runs no

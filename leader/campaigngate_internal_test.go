@@ -59,8 +59,17 @@ func (m *gated) cancel() {
 	m.timer.mu.Lock()
 	m.timer.due = 0
 	m.timer.stop(m.owner)
-	m.timer.leftGate(m.owner, election.TimerElection)
+	held := m.timer.leftGate(m.owner, election.TimerElection)
 	m.timer.mu.Unlock()
+	m.fireHeldProbe(held)
+}
+
+// fireHeldProbe fires m's probe timer when its firing was held, as
+// Actor.fireHeldProbe does.
+func (m *gated) fireHeldProbe(held bool) {
+	if held {
+		m.probe.fireHeld(m.owner, election.TimerProbe)
+	}
 }
 
 // rearm arms m's election timer an hour ahead, as Actor.applyTimer does.
@@ -71,8 +80,9 @@ func (m *gated) rearm() {
 	if m.timer.runAt == 0 || m.timer.due < m.timer.runAt {
 		m.timer.schedule(now, m.owner, election.TimerElection)
 	}
-	m.timer.leftGate(m.owner, election.TimerElection)
+	held := m.timer.leftGate(m.owner, election.TimerElection)
 	m.timer.mu.Unlock()
+	m.fireHeldProbe(held)
 }
 
 // fireProbe makes m's probe timer due now and runs its callback.
@@ -160,9 +170,11 @@ func TestCampaignGateRule2ATimedOutRoundGivesItsPlaceToTheOldestWaiting(t *testi
 	g := newCampaignGate(1)
 	ms := newGated(g, 2)
 	ms[0].fireDue()
+	g.took(ms[0].owner) // its actor takes the firing: its round runs
 	ms[0].fireDue()
 	assert.Equal(t, []int{2, 0}, firedCounts(ms), "nobody waits: a holder's next round goes on")
 
+	g.took(ms[0].owner)
 	ms[1].fireDue()
 	assert.Equal(t, []int{2, 0}, firedCounts(ms))
 	ms[0].fireDue() // its round timed out while the other waits
@@ -170,6 +182,7 @@ func TestCampaignGateRule2ATimedOutRoundGivesItsPlaceToTheOldestWaiting(t *testi
 	assert.Equal(t, uint64(1), g.Stats().Passed)
 	assert.Equal(t, 1, g.Stats().Queued, "the member that gave its place waits again")
 
+	g.took(ms[1].owner)
 	ms[1].fireDue() // and the new holder's round times out too: the place comes back
 	assert.Equal(t, []int{3, 1}, firedCounts(ms))
 	g.release(ms[0].owner)
@@ -326,6 +339,8 @@ func checkGate(rt *rapid.T, g *campaignGate, ms []*gated) {
 			}
 			if m.owner.gateWaits {
 				waiting++
+			} else if m.owner.probeHeld {
+				rt.Fatalf("member %d no longer waits, yet a probe is held for it", i)
 			}
 			continue
 		}
@@ -538,8 +553,7 @@ func TestCampaignGateAMemberWhoseRoundCanNoLongerTimeOutHoldsNoPlace(t *testing.
 	ok, _ := g.admit(tm, a.inbox.owner, sinceEpoch(later))
 	tm.mu.Unlock()
 	require.True(t, ok)
-	g.took(a.inbox.owner) // as Actor.handleMessage does before onTimerFired
-	timer, due := a.onTimerFired(later, timerFired{kind: election.TimerElection})
+	timer, due := a.onTimerFired(later, timerFired{kind: election.TimerElection}) // its actor takes the firing: it holds the place
 	require.True(t, due)
 	core.Tick(later, timer)
 	apply(later)
@@ -706,29 +720,197 @@ func TestCampaignGateCountsEachNodesMembersApart(t *testing.T) {
 	assert.Equal(t, onA.Wait, all.Wait)
 }
 
-// A member whose timer fired again while its round ran gives its place on
-// and queues again (rule 2); when its actor then takes the firing that came
-// with its place, its core campaigns with it, and the firing that queued it
-// is moot: it no longer waits, and its turn finds it stale.
-func TestCampaignGateAMemberThatTakesItsFiringWhileQueuedNoLongerWaits(t *testing.T) {
+// fireTimer makes a's timer of kind due now and runs its callback, as the
+// Go timer would.
+func fireTimer(a *Actor, kind election.TimerKind) {
+	tm := &a.timers[kind]
+	tm.mu.Lock()
+	now := sinceEpoch(time.Now())
+	tm.due, tm.runAt = now, now
+	tm.mu.Unlock()
+	tm.fire(a.inbox.owner, kind)
+}
+
+// armTimer arms a's timer of kind an hour ahead, or cancels it, as its
+// core does through Actor.applyTimer.
+func armTimer(a *Actor, kind election.TimerKind, cancel bool) {
+	a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: kind, Gen: a.timers[kind].gen + 1}, After: time.Hour, Cancel: cancel})
+}
+
+// sentOf lists the timer kinds a's timers sent it, in order.
+func sentOf(a *Actor) []election.TimerKind {
+	f := a.inbox.owner.process.(*firings)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []election.TimerKind
+	for _, s := range f.sent {
+		out = append(out, s.(timerFired).kind)
+	}
+	return out
+}
+
+// Campaign gate, rule 4: a probe is held only while its member waits. One
+// whose election timer's firing no longer waits (its core cancelled or
+// re-armed that timer) gets the probe held for it at once, not at the turn
+// it no longer needs; its probe timer fires as ever from then on; and a
+// probe whose timer its core cancelled meanwhile is dropped.
+func TestCampaignGateRule4AMemberThatNoLongerWaitsGetsItsHeldProbeAtOnce(t *testing.T) {
 	g := newCampaignGate(1)
-	as := newGatedActors(t, g, 2)
-	fireElection(as[0]) // holds
-	fireElection(as[1]) // waits
-	fireElection(as[0]) // its round timed out: its place passes to as[1], it waits
-	require.Equal(t, []int{1, 1}, sentCounts(as))
-	require.Equal(t, gateQueued, gateState(as[0].inbox.owner.gate.Load()))
-	require.Equal(t, 1, g.Stats().Queued)
+	as := newGatedActors(t, g, 3)
+	for _, a := range as {
+		armTimer(a, election.TimerProbe, false)
+		fireElection(a)
+	}
+	fireTimer(as[1], election.TimerProbe)
+	fireTimer(as[2], election.TimerProbe)
+	require.Empty(t, sentOf(as[1]), "a waiting member's probe waits with it")
+	require.Empty(t, sentOf(as[2]))
+	require.Equal(t, uint64(2), g.Stats().ProbesHeld)
 
-	g.took(as[0].inbox.owner) // as Actor.handleMessage does before onTimerFired
-	_, due := as[0].onTimerFired(time.Now(), timerFired{kind: election.TimerElection})
-	require.True(t, due, "its core is ticked")
-	assert.Zero(t, g.Stats().Queued, "the firing that waited is taken: the member no longer waits")
+	armTimer(as[1], election.TimerElection, true)
+	assert.Equal(t, []election.TimerKind{election.TimerProbe}, sentOf(as[1]),
+		"its election timer cancelled, it no longer waits: its held probe comes at once")
+	armTimer(as[1], election.TimerProbe, false)
+	fireTimer(as[1], election.TimerProbe)
+	assert.Equal(t, []election.TimerKind{election.TimerProbe, election.TimerProbe}, sentOf(as[1]),
+		"its next probe is not held: it does not wait")
 
-	g.took(as[1].inbox.owner)
-	g.endRound(as[1].inbox.owner) // as[0]'s turn: stale
+	armTimer(as[2], election.TimerProbe, true)
+	armTimer(as[2], election.TimerElection, false)
+	assert.Empty(t, sentOf(as[2]), "its election timer re-armed, it no longer waits, and its probe timer was cancelled: nothing to fire")
+
+	g.took(as[0].inbox.owner)
+	g.endRound(as[0].inbox.owner) // the turns of as[1] and as[2]: both stale
+	assert.Len(t, sentOf(as[1]), 2, "its turn brings it nothing more")
+	assert.Empty(t, sentOf(as[2]))
 	st := g.Stats()
-	assert.Equal(t, uint64(1), st.Stale)
-	assert.Zero(t, st.Queued)
 	assert.Zero(t, st.Holding)
+	assert.Equal(t, uint64(2), st.ProbesHeld)
+}
+
+// mailbox is what a test's actors were sent and have not taken yet.
+type mailbox map[*Actor]int
+
+// next has a take the next firing sent to it, as Actor.handleMessage
+// does, and reports whether there was one and whether its core was ticked
+// with its election timer: a round began.
+func (mb mailbox) next(a *Actor) (taken, round bool) {
+	sent := sentOf(a)
+	if mb[a] == len(sent) {
+		return false, false
+	}
+	k := sent[mb[a]]
+	mb[a]++
+	_, due := a.onTimerFired(time.Now(), timerFired{kind: k})
+	return true, due && k == election.TimerElection
+}
+
+// take has a take every firing sent to it since, and returns the rounds
+// its core began.
+func (mb mailbox) take(a *Actor) (rounds int) {
+	for {
+		taken, round := mb.next(a)
+		if !taken {
+			return rounds
+		}
+		if round {
+			rounds++
+		}
+	}
+}
+
+// takeAll has every actor take its firings and returns the rounds begun.
+func (mb mailbox) takeAll(as []*Actor) (rounds int) {
+	for _, a := range as {
+		rounds += mb.take(a)
+	}
+	return rounds
+}
+
+// endInTurn ends the round of holder, whose place passes to next: its
+// round begins, and once it ends too the place is free.
+func (mb mailbox) endInTurn(t *testing.T, as []*Actor, holder, next *Actor) {
+	t.Helper()
+	g := holder.inbox.owner.campaigns
+	g.endRound(holder.inbox.owner)
+	assert.Equal(t, 1, mb.take(next), "the place passes to the waiting member: its round begins")
+	assert.Zero(t, mb.takeAll(as), "and no other")
+	g.endRound(next.inbox.owner)
+	assert.Zero(t, g.Stats().Holding, "every round ended: the place is free")
+}
+
+// onSend is a process that records what it is sent, and calls hook after
+// each send.
+type onSend struct {
+	*firings
+	hook func(message any)
+}
+
+func (p onSend) Send(to any, message any) error {
+	err := p.firings.Send(to, message)
+	p.hook(message)
+	return err
+}
+
+// Campaign gate, rule 1: the rounds running at once never exceed the
+// capacity, whatever order a member's actor takes its firings in and
+// whenever its timer fires again: a member campaigns only on a firing that
+// came with a place.
+func TestCampaignGateRule1NoMemberCampaignsWithoutAPlace(t *testing.T) {
+	t.Run("a member whose timer fires again before its actor takes the firing that came with its place keeps that place", func(t *testing.T) {
+		g := newCampaignGate(1)
+		as := newGatedActors(t, g, 2)
+		mb := mailbox{}
+		fireElection(as[0]) // given the place; its actor has yet to take the firing
+		fireElection(as[1]) // waits
+		fireElection(as[0]) // its core re-armed its timer before taking that firing, and it fired again
+		assert.Equal(t, 1, mb.takeAll(as), "one place: one round")
+		assert.Empty(t, sentOf(as[1]), "the place stays with the member it was given to")
+
+		mb.endInTurn(t, as, as[0], as[1])
+	})
+	t.Run("a firing left in the mailbox does not start a round for a member whose round timed out and that waits", func(t *testing.T) {
+		g := newCampaignGate(1)
+		as := newGatedActors(t, g, 2)
+		mb := mailbox{}
+		fireElection(as[0]) // given the place
+		fireElection(as[0]) // fired again before its actor took the first firing: a second firing
+		_, round := mb.next(as[0])
+		require.True(t, round, "its actor takes the first: its round begins; the second stays in its mailbox")
+		armTimer(as[0], election.TimerElection, false)
+		fireElection(as[1]) // waits
+		fireElection(as[0]) // its round timed out: its place passes to as[1], it waits
+		assert.Equal(t, 1, mb.takeAll(as), "one place: one round")
+		assert.Equal(t, gateQueued, gateState(as[0].inbox.owner.gate.Load()), "as[0] still waits for its turn")
+
+		mb.endInTurn(t, as, as[1], as[0])
+	})
+	t.Run("a member whose timer fires as its stale turn is passed over campaigns only with a place", func(t *testing.T) {
+		g := newCampaignGate(1)
+		as := newGatedActors(t, g, 3)
+		mb := mailbox{}
+		fireElection(as[0]) // holds
+		require.Equal(t, 1, mb.take(as[0]))
+		armTimer(as[1], election.TimerProbe, false)
+		fireElection(as[1]) // waits
+		fireTimer(as[1], election.TimerProbe)
+		tm := &as[1].timers[election.TimerElection]
+		tm.mu.Lock()
+		tm.due = sinceEpoch(time.Now()) + time.Hour // its leader was heard from: its turn will be stale (rule 3)
+		tm.mu.Unlock()
+		// Its deadline comes while its stale turn is passed over: when its
+		// held probe is delivered.
+		f := as[1].inbox.owner.process.(*firings)
+		as[1].inbox.owner.process = onSend{firings: f, hook: func(message any) {
+			if message.(timerFired).kind == election.TimerProbe {
+				fireElection(as[1])
+			}
+		}}
+		g.endRound(as[0].inbox.owner)
+		as[1].inbox.owner.process = f
+		fireElection(as[2])
+		assert.Equal(t, 1, mb.take(as[1]), "its deadline came as its stale turn was passed over: it campaigns, with a place")
+		assert.Zero(t, mb.take(as[2]), "one place: one round")
+		mb.endInTurn(t, as, as[1], as[2])
+	})
 }

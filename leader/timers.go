@@ -196,29 +196,46 @@ func (ib *inbox) resumeElection() {
 
 // fireParked fires the member's parked election timer in the caller's
 // goroutine, as its Go timer would have at its deadline: the pair's
-// watchdog wakes the bound members whose timeout passed so (rule 8). A
-// timer scheduled or cancelled since is left to that; one whose deadline
-// moved later is scheduled for it. It reports whether it fired the timer.
-// Called with no inbox or pair lock held.
+// watchdog wakes the bound members whose timeout passed so (rule 8). It
+// reports whether it fired the timer (fireHeld). Called with no inbox or
+// pair lock held.
 func (ib *inbox) fireParked() bool {
 	t := ib.electionTimer()
 	if t == nil {
 		return false
 	}
+	return t.fireHeld(ib.owner, election.TimerElection)
+}
+
+// fireHeld fires t in the caller's goroutine when it has a deadline and
+// nothing scheduled: its firing was held (parked, rule 8, or at the
+// campaign gate). A timer scheduled or cancelled since is left to that;
+// one whose deadline moved later is scheduled for it. It reports whether
+// it fired the timer. Called without t's mu.
+func (t *shellTimer) fireHeld(o *timerOwner, kind election.TimerKind) bool {
 	t.mu.Lock()
 	if t.runAt != 0 || t.due == 0 {
 		t.mu.Unlock()
 		return false
 	}
 	if now := sinceEpoch(time.Now()); t.due > now {
-		t.schedule(now, ib.owner, election.TimerElection)
+		t.schedule(now, o, kind)
 		t.mu.Unlock()
 		return false
 	}
 	t.runAt = t.due
 	t.mu.Unlock()
-	t.fire(ib.owner, election.TimerElection)
+	t.fire(o, kind)
 	return true
+}
+
+// fireHeldProbe fires the actor's probe timer, whose firing the campaign
+// gate held, once the gate holds it no more (leftGate): at once, or not at
+// all when its core cancelled or re-armed that timer since.
+func (a *Actor) fireHeldProbe(held bool) {
+	if held {
+		a.timers[election.TimerProbe].fireHeld(a.inbox.owner, election.TimerProbe)
+	}
 }
 
 // resume schedules t for its deadline when it has one and nothing is
@@ -247,8 +264,9 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 		// again: a settled member keeps its probe timer cancelled, and a
 		// leader its election timer, and each would hold one for nothing.
 		t.rt = nil
-		t.leftGate(a.inbox.owner, op.Timer.Kind)
+		held := t.leftGate(a.inbox.owner, op.Timer.Kind)
 		t.mu.Unlock()
+		a.fireHeldProbe(held)
 		return
 	}
 	after := op.After
@@ -262,17 +280,18 @@ func (a *Actor) applyTimer(now time.Time, op election.TimerOp) {
 	if t.runAt == 0 || t.due < t.runAt {
 		t.schedule(at, a.inbox.owner, op.Timer.Kind)
 	}
-	t.leftGate(a.inbox.owner, op.Timer.Kind)
+	held := t.leftGate(a.inbox.owner, op.Timer.Kind)
 	t.mu.Unlock()
+	a.fireHeldProbe(held)
 }
 
 // leftGate ends the wait at the campaign gate of o's member when t is its
-// election timer, just cancelled, re-armed or taken: the firing that waited
-// there is moot (campaigngate.go, endWait). Called with mu held.
-func (t *shellTimer) leftGate(o *timerOwner, kind election.TimerKind) {
-	if kind == election.TimerElection {
-		o.endWait()
-	}
+// election timer, just cancelled or re-armed: the firing that waited
+// there is moot (campaigngate.go, endWait). It reports whether a probe
+// firing was held for the member, which the caller fires once mu is
+// released (Actor.fireHeldProbe). Called with mu held.
+func (t *shellTimer) leftGate(o *timerOwner, kind election.TimerKind) bool {
+	return kind == election.TimerElection && o.endWait()
 }
 
 // extendElection moves the election timer's deadline to where the core now
@@ -517,8 +536,13 @@ func (t *shellTimer) fire(o *timerOwner, kind election.TimerKind) {
 }
 
 // onTimerFired handles a timerFired and reports whether the core must be
-// ticked with the Timer it returns: only when the pending arming is due.
+// ticked with the Timer it returns: only when the pending arming is due,
+// and for an election firing at the campaign gate, only when a place came
+// with it (campaignGate.took): its round starts.
 func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool) {
+	if o := a.inbox.owner; f.kind == election.TimerElection && o.campaigns != nil && !o.campaigns.took(o) {
+		return election.Timer{}, false
+	}
 	k := int(f.kind)
 	if k < 0 || k >= timerKinds || !a.timers[k].pending {
 		return election.Timer{}, false
@@ -537,7 +561,6 @@ func (a *Actor) onTimerFired(now time.Time, f timerFired) (election.Timer, bool)
 	}
 	t.due = 0
 	t.stop(a.inbox.owner)
-	t.leftGate(a.inbox.owner, f.kind)
 	t.mu.Unlock()
 	t.pending = false
 	return election.Timer{Kind: f.kind, Gen: t.gen}, true
