@@ -76,7 +76,7 @@ func TestAnsweringAheadHoldsNoInboxLockAcrossASend(t *testing.T) {
 	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
 	ib := &inbox{}
 	c.addInbox(follower, ib)
-	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Timeout: time.Second}, linger: time.Hour})
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: steadyOf(beat), Timeout: time.Second}, linger: time.Hour})
 
 	answered := make(chan bool, 1)
 	go func() { answered <- c.answer(follower, leaderPID, time.Now(), &beat) }() // the coalescer process
@@ -126,7 +126,7 @@ func TestAHeartbeatAnsweredAheadIsNeverHeldBeforeTheAnswer(t *testing.T) {
 	c.addInbox(follower, ib)
 	read := time.Now() // the coalescer process reads the clock for its batch
 	given := read.Add(time.Millisecond)
-	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Timeout: time.Second},
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: steadyOf(beat), Timeout: time.Second},
 		linger: time.Hour, since: sinceEpoch(given)}) // then the follower publishes
 	if !c.answer(follower, leaderPID, read, &beat) {
 		t.Fatal("not answered")

@@ -990,6 +990,7 @@ func (c *coalescer) answer(pid gen.PID, from gen.PID, at time.Time, hb *election
 	}
 	ack := CoalescedAck{CoalescedRoute: ib.steady.route(), Message: ib.steady.Ack}
 	ack.Message.From.Node = "" // the frame says where the sender is
+	ack.Message.Echo = hb.Sent
 	if !c.enqueueMode(from.Node, outItem{ack: &ack}, ib.steady.linger, flushOnTimer) {
 		return false
 	}

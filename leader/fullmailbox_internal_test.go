@@ -125,7 +125,7 @@ func TestNoAcknowledgementIsHeldInARemovedInbox(t *testing.T) {
 		pid := gen.PID{Node: "n@h", ID: uint64(i + 2), Creation: 1}
 		ib := &inbox{}
 		ib.ticking.Store(true)
-		ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat}, linger: time.Hour})
+		ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: steadyOf(beat)}, linger: time.Hour})
 		c.addInbox(pid, ib)
 		done, started := make(chan struct{}), make(chan struct{})
 		go func() {

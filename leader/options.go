@@ -180,6 +180,10 @@ func (o Options) config(self gen.ProcessID, started time.Time, source *rand.Rand
 		Prefer:              o.Prefer,
 		PreferStableFor:     ms(o.PreferStableFor),
 		Rand:                source,
+		// One clock for every member of the process: the coalescer stamps
+		// the heartbeats it sends for them and reads the echoes it credits
+		// for them as their cores do (stampOf).
+		Origin: gridEpoch,
 	}.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return election.Config{}, fmt.Errorf("leader: %w", err)

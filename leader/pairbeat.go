@@ -93,6 +93,10 @@ type PairBeat struct {
 	// Epoch starts afresh after a reset; Prev is the Tick of the previous
 	// beat of the epoch, 0 for its first; Tick counts the grid's ticks.
 	Epoch, Prev, Tick uint64
+	// Sent is when the beat was sent, stamped as its leaders' cores stamp
+	// their heartbeats (stampOf): the heartbeats it stands for, and those
+	// of refused slots delivered with it, carry it as their Sent.
+	Sent int64
 	// Leaves are slots that no longer stand, from this beat on; Joins are
 	// slots that stand from this beat on, each with the heartbeat it stands
 	// for.
@@ -115,6 +119,9 @@ type PairJoin struct {
 type PairAck struct {
 	Interval    int64
 	Epoch, Tick uint64
+	// Echo is the beat's Sent: the acknowledgements it stands for are
+	// evidence of that time, not of their arrival (rule 3).
+	Echo int64
 	// Bound are the slots that joined with this beat and stand: a slot is
 	// covered from the acknowledgement that names it here on, and never
 	// before. Refused are the slots that do not stand, which this
@@ -162,7 +169,8 @@ type pairOut struct {
 	trailing    map[uint32]*beatSlot // left, owed the acknowledgements of ticks before their leave
 	pending     map[uint32]*beatSlot // joined, not yet covered by a PairAck
 	ackTick     uint64
-	ackAt       time.Duration
+	ackAt       time.Duration // the evidence of the last PairAck credited: its beat's send time
+	ackArrived  time.Duration // that PairAck's arrival
 	acks        int           // PairAcks credited in this epoch
 	covered     int           // slots covered by the last PairAck
 	coverWindow time.Duration // the shortest window of a slot joined since the pair was last empty
@@ -239,8 +247,9 @@ type pairedDone struct {
 
 // takenPairAcks are the acknowledgements of one member credited by PairAcks.
 type takenPairAcks struct {
-	Count int
-	Last  time.Duration
+	Count   int
+	Last    time.Duration // the evidence of the last (its beat's send time)
+	Arrived time.Duration
 }
 
 // beatSlot is one member of a paired leader on its node's pair.
@@ -355,7 +364,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 			// epoch. A new one it takes as any.
 			pb.epochs++
 			po.epoch, po.prev = pb.epochs, 0
-			po.ackTick, po.ackAt, po.acks, po.covered = 0, 0, 0, 0
+			po.ackTick, po.ackAt, po.ackArrived, po.acks, po.covered = 0, 0, 0, 0, 0
 		}
 		po.unused = false
 		if len(po.slots) == 0 {
@@ -367,7 +376,7 @@ func (pb *pairBeats) pair(ib *inbox, o *timerOwner, t *shellTimer, now time.Dura
 		q.slots[i] = s
 		po.slots[s.id] = s
 		po.pending[s.id] = s
-		e := b.entry(i)
+		e := b.entry(i, stampOf(now))
 		po.joins = append(po.joins, PairJoin{Slot: s.id, CoalescedRoute: e.CoalescedRoute, Heartbeat: e.Message, Ack: m.Ack})
 	}
 	pb.leaders[q] = struct{}{}
@@ -394,7 +403,7 @@ func (pb *pairBeats) unpair(q *pairedLeader) pairedDone {
 	for i, s := range q.slots {
 		po := s.pair
 		if s.firstAck > 0 {
-			d.acks[i] = takenPairAcks{Count: po.acks - s.firstAck + 1, Last: po.ackAt}
+			d.acks[i] = takenPairAcks{Count: po.acks - s.firstAck + 1, Last: po.ackAt, Arrived: po.ackArrived}
 			po.covered--
 		}
 		delete(po.slots, s.id)
@@ -447,7 +456,7 @@ func (pb *pairBeats) resetPair(po *pairOut, resume time.Duration, err error, fx 
 	po.joins, po.leaves = po.joins[:0], po.leaves[:0]
 	clear(po.trailing)
 	clear(po.pending)
-	po.ackTick, po.ackAt, po.acks, po.covered = 0, 0, 0, 0
+	po.ackTick, po.ackAt, po.ackArrived, po.acks, po.covered = 0, 0, 0, 0, 0
 	pb.coal.stats.pairResets.Add(1)
 }
 
@@ -498,7 +507,7 @@ func (pb *pairBeats) fire(now time.Duration) {
 		if len(po.slots) == 0 && len(po.leaves) == 0 && len(po.joins) == 0 {
 			continue
 		}
-		beat := PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick, Leaves: po.leaves, Joins: po.joins}
+		beat := PairBeat{Interval: int64(pb.d), Epoch: po.epoch, Prev: po.prev, Tick: pb.tick, Sent: stampOf(now), Leaves: po.leaves, Joins: po.joins}
 		po.prev, po.leaves, po.joins = pb.tick, nil, nil
 		if !pb.coal.enqueuePair(po.dest, &beat, nil) {
 			pb.resetPair(po, pb.instantAfter(now), nil, &fx)
@@ -606,18 +615,26 @@ func (pb *pairBeats) acked(node gen.Atom, a *PairAck, at time.Duration) {
 	pb.apply(&fx)
 }
 
-// credit is acked for a PairAck of po's epoch. Called with mu held.
-func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairEffects) {
+// credit is acked for a PairAck of po's epoch, arrived at arrived: its
+// acknowledgements are evidence of when its beat was sent (a.Echo), and
+// every window below is judged on that. Called with mu held.
+func (pb *pairBeats) credit(po *pairOut, a *PairAck, arrived time.Duration, fx *pairEffects) {
 	next := pb.instantAfter(pb.lastTick)
+	at, ok := evidenceAt(a.Echo, arrived)
 	for _, id := range a.Refused {
 		if s := po.slots[id]; s != nil && !s.leader.ended {
 			pb.unpairTo(s.leader, next, fx)
 			pb.coal.stats.pairRefused.Add(1)
 		}
 	}
-	if a.Tick <= po.ackTick || a.Tick > po.prev {
+	if !ok || a.Tick <= po.ackTick || a.Tick > po.prev {
 		pb.coal.stats.drop(dropStalePair, 1)
 		return
+	}
+	ack := func(s *beatSlot) heldFor {
+		h := heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: arrived}
+		h.ack.Echo = a.Echo
+		return h
 	}
 	// Acknowledgements owed to slots that left (rule 5).
 	for id, s := range po.trailing {
@@ -626,7 +643,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 			continue
 		}
 		if a.Tick >= s.join && !slices.Contains(a.Refused, id) {
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
+			fx.held = append(fx.held, ack(s))
 		}
 	}
 	if po.covered > 0 && at-po.ackAt >= po.coverWindow {
@@ -634,11 +651,11 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		for _, s := range po.slots {
 			if s.firstAck > 0 && !s.leader.ended {
 				pb.unpairTo(s.leader, next, fx)
-				fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
+				fx.held = append(fx.held, ack(s))
 			}
 		}
 	}
-	po.ackTick, po.ackAt = a.Tick, at
+	po.ackTick, po.ackAt, po.ackArrived = a.Tick, at, arrived
 	po.acks++
 	for id, s := range po.pending {
 		if s.join > a.Tick || slices.Contains(a.Refused, id) {
@@ -654,7 +671,7 @@ func (pb *pairBeats) credit(po *pairOut, a *PairAck, at time.Duration, fx *pairE
 		}
 		if at-s.lastAck >= s.leader.window {
 			pb.unpairTo(s.leader, next, fx)
-			fx.held = append(fx.held, heldFor{leader: s.leader.pid, from: s.member.PID, ack: s.member.Ack, at: at})
+			fx.held = append(fx.held, ack(s))
 			continue
 		}
 		s.firstAck = po.acks
@@ -773,6 +790,9 @@ func (ib *inbox) fold() *pairedLeader {
 		p.Acks[i].Count += a.Count
 		if t := gridEpoch.Add(a.Last); t.After(p.Acks[i].Last) {
 			p.Acks[i].Last = t
+		}
+		if t := gridEpoch.Add(a.Arrived); t.After(p.Acks[i].Arrived) {
+			p.Acks[i].Arrived = t
 		}
 		p.lastAck[i] = max(p.lastAck[i], a.Last)
 	}

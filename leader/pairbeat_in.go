@@ -267,7 +267,7 @@ func (b *pairBinding) unbindLocked(c *coalescer, leaving bool) {
 	if !leaving {
 		// Refused, the slot's heartbeat is delivered at every beat: a
 		// copy, as the answer it stood on may change once it is unbound.
-		b.refused = &refusal{to: deliveryTarget{pid: b.member}, from: ib.steady.Leader, hb: ib.steady.Heartbeat}
+		b.refused = &refusal{to: deliveryTarget{pid: b.member}, from: ib.steady.Leader, hb: ib.steady.Heartbeat.Message(0)}
 		src.refused[b.slot] = b
 	} else {
 		src.unbound = append(src.unbound, ib)
@@ -304,7 +304,7 @@ func (b *pairBinding) resumeLocked(c *coalescer, r *steadyReply) bool {
 	src, ib := b.src, b.ib
 	// The slot was bound with ib.steady's leader, heartbeat and
 	// acknowledgement.
-	if !b.stepping || ib.closed || r == nil || !r.Answers(ib.steady.Leader, &ib.steady.Heartbeat) || r.Ack != ib.steady.Ack {
+	if !b.stepping || ib.closed || r == nil || r.Leader != ib.steady.Leader || r.Heartbeat != ib.steady.Heartbeat || r.Ack != ib.steady.Ack {
 		b.unbindLocked(c, false)
 		return false
 	}
@@ -337,7 +337,7 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	c.stats.pairBeatsIn.Add(1)
 	src.mu.Lock()
 	src.unused = false
-	ack := PairAck{Interval: b.Interval, Epoch: b.Epoch, Tick: b.Tick}
+	ack := PairAck{Interval: b.Interval, Epoch: b.Epoch, Tick: b.Tick, Echo: b.Sent}
 	switch {
 	case b.Epoch == src.epoch && b.Prev == src.prev && !src.poisoned && b.Tick > b.Prev:
 	case b.Epoch != src.epoch && b.Prev == 0:
@@ -378,13 +378,15 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 	c.stats.answered.Add(uint64(len(src.bound)))
 	for _, bd := range src.refused {
 		if rf := bd.refused; rf != nil {
-			// A copy: the binding's heartbeat is delivered again next beat.
+			// A copy: the binding's heartbeat is delivered again next
+			// beat, each time stamped with its beat's send time.
 			hb := rf.hb
+			hb.Sent = b.Sent
 			p.deliverHeartbeat(rf.to, rf.from, now, &hb)
 		}
 	}
 	for i := range b.Joins {
-		if p.join(src, &b.Joins[i], node, now, at, b.Tick) {
+		if p.join(src, &b.Joins[i], node, now, at, b.Tick, b.Sent) {
 			ack.Bound = append(ack.Bound, b.Joins[i].Slot)
 		}
 	}
@@ -404,9 +406,10 @@ func (p *coalescerProcess) receiveBeat(node gen.Atom, b *PairBeat, now time.Time
 
 // join binds the slot j to its member and reports true, or refuses it and
 // delivers its heartbeat as a coalesced one. Called with src.mu held.
-func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now time.Time, at time.Duration, tick uint64) bool {
+func (p *coalescerProcess) join(src *pairIn, j *PairJoin, node gen.Atom, now time.Time, at time.Duration, tick uint64, sent int64) bool {
 	c := p.c
 	hb := j.Heartbeat
+	hb.Sent = sent // it goes with this beat
 	t, ok := p.check(j.CoalescedRoute, &hb.From, node)
 	if !ok {
 		// Counted; refused, as a PairAck covers every slot it does not

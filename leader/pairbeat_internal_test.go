@@ -79,7 +79,7 @@ func (l *pairingLeader) wakeHolding() ([]heldAck, beatenAhead) {
 // joined with that tick is bound but the refused.
 func (l *pairingLeader) ackFrom(node gen.Atom, tick uint64, at time.Duration, refused ...uint32) {
 	po := l.pb.pairs[node]
-	l.pb.acked(node, &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: tick, Bound: joinedWith(po, tick, refused), Refused: refused}, at)
+	l.pb.acked(node, &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: tick, Echo: stampOf(at), Bound: joinedWith(po, tick, refused), Refused: refused}, at)
 }
 
 // joinedWith lists the slots of po that joined with tick, but refused.
@@ -112,8 +112,10 @@ func TestAPairedLeadersTicksAreItsPairsBeatsAndTheirAcksItsMembersReplies(t *tes
 		j := b.Joins[0]
 		hb := l.ib.lead.beat.Heartbeat
 		hb.From.Node = "" // the frame names the sender's node
+		hb.Sent = stampOf(t0)
 		assert.Equal(t, CoalescedRoute{FromID: l.pid.ID, FromCreation: l.pid.Creation, ToID: m.PID.ID, ToCreation: m.PID.Creation}, j.CoalescedRoute)
-		assert.Equal(t, hb, j.Heartbeat, "the join carries this tick's heartbeat")
+		assert.Equal(t, hb, j.Heartbeat, "the join carries this tick's heartbeat, stamped with its time")
+		assert.Equal(t, stampOf(t0), b.Sent, "and so does the beat")
 		assert.Equal(t, m.Ack, j.Ack, "and the acknowledgement the beat expects")
 	}
 	l.pb.fire(t0 + 50*time.Millisecond)
@@ -168,7 +170,9 @@ func TestAnUnpairedLeadersSlotsLeaveAndTheirLateAcksReachIt(t *testing.T) {
 	assert.Zero(t, again.Beats, "nothing is beaten for it after it woke")
 	require.Len(t, acks, 1, "the acknowledgement owed reaches the leader")
 	assert.Equal(t, l.members[0].PID, acks[0].from)
-	assert.Equal(t, l.members[0].Ack, acks[0].ack)
+	want := l.members[0].Ack
+	want.Echo = stampOf(late)
+	assert.Equal(t, want, acks[0].ack, "echoing the beat it acknowledges")
 	assert.Equal(t, gridEpoch.Add(late), acks[0].at, "at its arrival")
 	l.pb.fire(t0 + 150*time.Millisecond)
 	assert.Empty(t, l.beatsTo(t, "a@h"), "an idle pair sends nothing")
@@ -304,7 +308,7 @@ func boundFollower(t *testing.T) (*coalescerProcess, *inbox, *firings, gen.PID, 
 	ib := &inbox{}
 	c.addInbox(follower, ib)
 	ack := election.MessageHeartbeatAck{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m", Node: "n@h"}}}
-	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: beat, Ack: ack, Timeout: time.Second},
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: steadyOf(beat), Ack: ack, Timeout: time.Second},
 		linger: time.Hour})
 	sent := &firings{}
 	p := &coalescerProcess{Process: sent, c: c}
@@ -442,7 +446,7 @@ func TestAnAcknowledgementAPairAckCannotCreditIsHeldAsArrivingWithIt(t *testing.
 	po := pb.pairs[members[0].PID.Node]
 	require.NotNil(t, po)
 	at := sinceEpoch(given.Add(200 * time.Millisecond)) // a window after the member's last reply
-	pb.acked(members[0].PID.Node, &PairAck{Interval: int64(pb.d), Epoch: po.epoch, Tick: 1, Bound: joinedWith(po, 1, nil)}, at)
+	pb.acked(members[0].PID.Node, &PairAck{Interval: int64(pb.d), Epoch: po.epoch, Tick: 1, Echo: stampOf(at), Bound: joinedWith(po, 1, nil)}, at)
 	acks, _, _ := ib.take()
 	require.Len(t, acks, 1, "the acknowledgement is held for the leader to judge")
 	require.True(t, acks[0].at.Equal(gridEpoch.Add(at)), "held as arriving with its PairAck at %v, not at %v", gridEpoch.Add(at), acks[0].at)
@@ -479,7 +483,7 @@ func TestASlotNoPairAckNamesBoundIsNeverCredited(t *testing.T) {
 	t0 := l.paired
 	l.pb.fire(t0)
 	po := l.pb.pairs["a@h"]
-	l.pb.acked("a@h", &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: l.pb.tick}, t0+10*time.Millisecond)
+	l.pb.acked("a@h", &PairAck{Interval: int64(l.pb.d), Epoch: po.epoch, Tick: l.pb.tick, Echo: stampOf(t0 + 10*time.Millisecond)}, t0+10*time.Millisecond)
 	require.Eventually(t, func() bool { return l.fired.count() == 1 }, 5*time.Second, time.Millisecond, "its timer resumes")
 	ahead := l.wake()
 	assert.Zero(t, ahead.Acks[0].Count, "nothing credited to a slot not confirmed")
@@ -590,7 +594,7 @@ func TestARepliesToItsOwnTicksLeavesAPairedLeaderPaired(t *testing.T) {
 	l.pb.fire(t0)
 	ack := l.members[1].Ack
 	replied := t0 + 40*time.Millisecond
-	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(replied), &ack))
+	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(replied), echoedAt(ack, gridEpoch.Add(replied))))
 	assert.NotNil(t, l.ib.lead.paired, "still paired")
 	assert.Equal(t, uint64(1), l.c.stats.taken.Load())
 	// b@h's PairAck never comes; a@h's does. The silence check counts b@h's
@@ -729,4 +733,16 @@ func TestABeatAfterAKeptStepIsHeldNoEarlierThanTheAnswer(t *testing.T) {
 	_, beats, _ := ib.take()
 	require.Len(t, beats, 1)
 	assert.Equal(t, later.since, beats[0])
+}
+
+// steadyOf is the heartbeat a steady answer to hb answers.
+func steadyOf(hb election.MessageHeartbeat) election.SteadyHeartbeat {
+	return election.SteadyHeartbeat{Header: hb.Header, Committed: hb.Committed}
+}
+
+// echoedAt is ack as answering a heartbeat sent at at, its arrival: an
+// answer that took no time, evidence of at.
+func echoedAt(ack election.MessageHeartbeatAck, at time.Time) *election.MessageHeartbeatAck {
+	ack.Echo = stampOf(sinceEpoch(at))
+	return &ack
 }

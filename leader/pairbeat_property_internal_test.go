@@ -171,6 +171,7 @@ type phMember struct {
 	mail     bool                         // a heartbeat was delivered to it
 	stepping bool                         // its answer is suspended for a step (suspendPaired)
 	bound    map[*pairBinding]int         // bindings seen, with gen then
+	heard    int64                        // the Sent of the last heartbeat or beat of its leader's its node took
 }
 
 // phPairing is one pairing of a leader as the test saw it start.
@@ -494,10 +495,12 @@ func (h *pairHarness) wakeLeader(l *phLeader, tick bool) {
 	}
 	for _, a := range acks {
 		m := h.members[a.from]
-		if m == nil || m.leader != l || a.ack != m.ack {
+		expected := m.ack
+		expected.Echo = a.ack.Echo
+		at, evidence := evidenceAt(a.ack.Echo, sinceEpoch(a.at))
+		if m == nil || m.leader != l || a.ack != expected || !evidence {
 			continue // the core takes no evidence from it
 		}
-		at := sinceEpoch(a.at)
 		h.checkGenuine(l, m, at, "held")
 		l.lastAck[m.index] = max(l.lastAck[m.index], at)
 	}
@@ -505,6 +508,7 @@ func (h *pairHarness) wakeLeader(l *phLeader, tick bool) {
 		for _, m := range l.members {
 			e := CoalescedHeartbeat{CoalescedRoute: CoalescedRoute{FromID: l.pid.ID, FromCreation: 1, ToID: m.pid.ID, ToCreation: 1}, Message: l.hb}
 			e.Message.From.Node = ""
+			e.Message.Sent = stampOf(h.now) // as its core stamps its own
 			h.cL.enqueue(m.pid.Node, &e, nil, time.Hour)
 		}
 		l.tm.mu.Lock()
@@ -580,12 +584,24 @@ func (h *pairHarness) deliverToF(f int) {
 		at := gridEpoch.Add(h.now)
 		for i := range fr.b.Heartbeats {
 			e := fr.b.Heartbeats[i]
-			if t, ok := p.check(e.CoalescedRoute, &e.Message.From, phNodeL); ok && !c.answer(t.pid, e.from(phNodeL), at, &e.Message) {
+			t, ok := p.check(e.CoalescedRoute, &e.Message.From, phNodeL)
+			if !ok {
+				continue
+			}
+			if m := h.members[t.pid]; m != nil {
+				m.heard = max(m.heard, e.Message.Sent)
+			}
+			if !c.answer(t.pid, e.from(phNodeL), at, &e.Message) {
 				p.deliver(t, inbound{from: e.from(phNodeL), hb: &e.Message})
 			}
 		}
 		for i := range fr.b.Beats {
 			b := fr.b.Beats[i]
+			for _, m := range h.members {
+				if m.node == f {
+					m.heard = max(m.heard, b.Sent)
+				}
+			}
 			b.Leaves, b.Joins = slices.Clone(b.Leaves), slices.Clone(b.Joins)
 			p.receiveBeat(phNodeL, &b, at)
 		}
@@ -623,9 +639,10 @@ func (h *pairHarness) deliverToL(f int) {
 				continue
 			}
 			from := e.from(node)
-			if fr.legit[i] {
+			if sent, ok := evidenceAt(e.Message.Echo, h.now); ok && fr.legit[i] {
+				// Evidence of when the heartbeat it answers was sent.
 				k := [2]gen.PID{t.pid, from}
-				h.genuine[k] = append(h.genuine[k], h.now)
+				h.genuine[k] = append(h.genuine[k], sent)
 			}
 			if !h.cL.hold(t.pid, from, at, &e.Message) {
 				if l := h.byPID[t.pid]; l != nil {
@@ -636,7 +653,9 @@ func (h *pairHarness) deliverToL(f int) {
 		for i := range fr.b.BeatAcks {
 			a := fr.b.BeatAcks[i]
 			a.Refused = slices.Clone(a.Refused)
-			h.acksIn[node] = append(h.acksIn[node], phAckIn{a: a, at: h.now, stood: fr.stood})
+			// Its acknowledgements are evidence of when its beat was sent.
+			sent, _ := evidenceAt(a.Echo, h.now)
+			h.acksIn[node] = append(h.acksIn[node], phAckIn{a: a, at: sent, stood: fr.stood})
 			for id := range h.sent[phTickKey{node, a.Tick}] {
 				// A reply of each member whose slot the beat carried and
 				// whose answer stood.
@@ -644,7 +663,7 @@ func (h *pairHarness) deliverToL(f int) {
 					for i, m := range r.l.members {
 						if r.dests[i] == node && r.ids[i] == id && fr.stood[m.pid] {
 							k := [2]gen.PID{r.l.pid, m.pid}
-							h.genuine[k] = append(h.genuine[k], h.now)
+							h.genuine[k] = append(h.genuine[k], sent)
 						}
 					}
 				}
@@ -677,7 +696,7 @@ func (h *pairHarness) withdrawMember() {
 // answer, the one its leader expects unless variant is 0 or 1.
 func (h *pairHarness) publishMember(m *phMember, variant int) {
 	l := m.leader
-	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: l.hb, Ack: m.ack, Timeout: 10 * phD},
+	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: steadyOf(l.hb), Ack: m.ack, Timeout: 10 * phD},
 		fromID: m.pid.ID, fromCreation: 1, linger: time.Hour, since: h.now}
 	m.correct = true
 	switch variant {
@@ -718,7 +737,7 @@ func (h *pairHarness) stepMember() {
 		return
 	}
 	l := m.leader
-	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: l.hb, Ack: m.ack, Timeout: 10 * phD},
+	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: l.pid, Heartbeat: steadyOf(l.hb), Ack: m.ack, Timeout: 10 * phD},
 		fromID: m.pid.ID, fromCreation: 1, linger: time.Hour, since: h.now}
 	correct := true
 	switch variant {
@@ -769,6 +788,7 @@ func (h *pairHarness) wakeMember() {
 		ack = m.wrong
 	}
 	ack.From.Node = ""
+	ack.Echo = m.heard // its core answers the last heartbeat it stepped
 	e := CoalescedAck{CoalescedRoute: CoalescedRoute{FromID: m.pid.ID, FromCreation: 1, ToID: m.leader.pid.ID, ToCreation: 1}, Message: ack}
 	h.cF[m.node].enqueue(phNodeL, nil, &e, time.Hour)
 	h.takeF(m.node, h.stood(), map[gen.PID]bool{m.pid: correct})

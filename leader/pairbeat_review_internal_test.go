@@ -55,8 +55,10 @@ func TestHoldingForAPairedLeaderResumesItsTimerWithTheInboxUnlocked(t *testing.T
 	tm.mu.Lock() // the grid fires the leader's timer
 	held := make(chan bool, 1)
 	ack := members[0].Ack
-	ack.Declines = true                                                                          // not the reply its beat expects: it unpairs the leader
-	go func() { held <- c.hold(leader, members[0].PID, given.Add(30*time.Millisecond), &ack) }() // the coalescer process
+	ack.Declines = true // not the reply its beat expects: it unpairs the leader
+	go func() {
+		held <- c.hold(leader, members[0].PID, given.Add(30*time.Millisecond), echoedAt(ack, given.Add(30*time.Millisecond)))
+	}() // the coalescer process
 	require.Eventually(t, func() bool { return c.Stats().Unpaired == 1 }, 5*time.Second, time.Millisecond,
 		"the acknowledgement unpairs the leader")
 	locked := make(chan struct{})

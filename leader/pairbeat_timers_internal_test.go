@@ -54,12 +54,12 @@ func TestALateLeaderUnpairedBeforeItsJoinsWentOutTicksAtItsNextInstant(t *testin
 	// The reply to the tick it sent itself comes back before the instant:
 	// taken, as rule 7 takes it; it stays paired.
 	ack := l.members[0].Ack
-	require.True(t, l.c.hold(l.pid, l.members[0].PID, gridEpoch.Add(late+2*time.Millisecond), &ack))
+	require.True(t, l.c.hold(l.pid, l.members[0].PID, gridEpoch.Add(late+2*time.Millisecond), echoedAt(ack, gridEpoch.Add(late+2*time.Millisecond))))
 	require.NotNil(t, l.ib.lead.paired, "a reply to its own tick leaves it paired")
 	// Another reply does unpair it.
 	other := l.members[1].Ack
 	other.Declines = true
-	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(late+3*time.Millisecond), &other))
+	require.True(t, l.c.hold(l.pid, l.members[1].PID, gridEpoch.Add(late+3*time.Millisecond), echoedAt(other, gridEpoch.Add(late+3*time.Millisecond))))
 	require.Nil(t, l.ib.lead.paired, "a member replying otherwise unpairs it")
 	l.timer.mu.Lock()
 	due := l.timer.due
@@ -321,7 +321,7 @@ func spHandle(m *spMember, pairs []*spPair, rng *rand.Rand) {
 		return // no answer: its leader's heartbeats wake it
 	}
 	sp := pairs[m.sender]
-	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: sp.leader, Heartbeat: sp.hb, Ack: m.ack, Timeout: m.timeout},
+	r := steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: sp.leader, Heartbeat: steadyOf(sp.hb), Ack: m.ack, Timeout: m.timeout},
 		linger: time.Hour, since: sinceEpoch(now)}
 	if rng.Intn(6) == 0 {
 		r.Ack.Declines = true
@@ -355,7 +355,7 @@ func TestTheWatchdogWakesBoundMembersByTheirOwnDeadline(t *testing.T) {
 		t.Cleanup(m.a.stopTimers)
 		// Its timer is due at once, so it parks at the first firing while bound.
 		m.a.applyTimer(time.Now(), election.TimerOp{Timer: election.Timer{Kind: election.TimerElection}, After: time.Millisecond})
-		m.a.inbox.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: hb, Ack: m.ack, Timeout: timeout},
+		m.a.inbox.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: steadyOf(hb), Ack: m.ack, Timeout: timeout},
 			linger: time.Hour, since: sinceEpoch(time.Now())})
 		m.a.answering = true
 		members[i] = m
@@ -458,7 +458,7 @@ func (m *spMember) parked() bool {
 
 // answerOf is the steady answer m gives hb from leader, given now.
 func (m *spMember) answerOf(leader gen.PID, hb election.MessageHeartbeat) steadyReply {
-	return steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: hb, Ack: m.ack, Timeout: m.timeout},
+	return steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leader, Heartbeat: steadyOf(hb), Ack: m.ack, Timeout: m.timeout},
 		linger: time.Hour, since: sinceEpoch(time.Now())}
 }
 

@@ -301,7 +301,7 @@ func (a *Actor) stepHeld() error {
 		}
 		if beat {
 			a.onCoalesced, a.replaying = true, true
-			a.step(a.lastInput, a.inbox.steady.Leader, a.inbox.steady.Heartbeat)
+			a.step(a.lastInput, a.inbox.steady.Leader, a.inbox.steady.Heartbeat.Message(0))
 			a.flush()
 			a.onCoalesced = false
 			if a.replaying {

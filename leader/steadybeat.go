@@ -56,8 +56,9 @@ func (a *beatenAhead) active() bool { return a.entries() > 0 }
 
 // takeAck takes ack from from, arrived at, under the member's steady beat,
 // and reports whether it did: only an acknowledgement equal to the one
-// the beat expects of its sender, within the beat's window of that
-// member's one before. Any other stops the beat (broken): it is held and
+// the beat expects of its sender but for its Echo, whose evidence (when
+// the heartbeat it echoes was sent, evidenceAt) is within the beat's window
+// of that member's last. Any other stops the beat (broken): it is held and
 // wakes the leader on its next tick. Called with mu held.
 func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartbeatAck) bool {
 	if !ib.beating || ib.lead.ahead.broken {
@@ -69,13 +70,17 @@ func (ib *inbox) takeAck(from gen.PID, at time.Time, ack *election.MessageHeartb
 		if m.PID != from {
 			continue
 		}
-		t := max(sinceEpoch(at), b.since)
-		if *ack != m.Ack || t-p.lastAck[i] >= b.Window {
+		arrived := sinceEpoch(at)
+		t, ok := evidenceAt(ack.Echo, arrived)
+		expected := m.Ack
+		expected.Echo = ack.Echo
+		if !ok || *ack != expected || t-p.lastAck[i] >= b.Window {
 			break
 		}
-		p.lastAck[i] = t
+		p.lastAck[i] = max(p.lastAck[i], t)
 		p.Acks[i].Count++
-		p.Acks[i].Last = gridEpoch.Add(t)
+		p.Acks[i].Last = gridEpoch.Add(p.lastAck[i])
+		p.Acks[i].Arrived = at
 		return true
 	}
 	p.broken = true
@@ -115,8 +120,9 @@ func (c *coalescer) beatAhead(ib *inbox, t *shellTimer, o *timerOwner, now time.
 			return q.parked, true
 		}
 	}
+	sent := stampOf(at)
 	for i := range b.Members {
-		e := b.entry(i)
+		e := b.entry(i, sent)
 		// Never inline: a full outbox waits for its timer, not for us.
 		if !c.enqueueMode(b.Members[i].PID.Node, outItem{hb: &e}, b.linger, flushOnTimer) {
 			// The coalescer stopped: the member's own tick sends them all
@@ -180,17 +186,19 @@ func (a *Actor) publishBeat(now time.Time) {
 	a.beating = true
 }
 
-// entry is b's heartbeat to Members[i] as the outbox wants it: routed from
-// the leader, with the sender's node left out (the frame names it). Made at
-// each send rather than kept: the members' entries differ in their route
-// only, and a leader keeping one per member held the heartbeat as many times.
-func (b *steadyBeat) entry(i int) CoalescedHeartbeat {
+// entry is b's heartbeat to Members[i] as the outbox wants it, stamped
+// sent: routed from the leader, with the sender's node left out (the frame
+// names it). Made at each send rather than kept: the members' entries
+// differ in their route only, and a leader keeping one per member held the
+// heartbeat as many times.
+func (b *steadyBeat) entry(i int, sent int64) CoalescedHeartbeat {
 	to := b.Members[i].PID
 	e := CoalescedHeartbeat{
 		CoalescedRoute: CoalescedRoute{FromID: b.fromID, FromCreation: b.fromCreation, ToID: to.ID, ToCreation: to.Creation},
 		Message:        b.Heartbeat,
 	}
 	e.Message.From.Node = ""
+	e.Message.Sent = sent
 	return e
 }
 

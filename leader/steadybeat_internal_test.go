@@ -63,13 +63,13 @@ func TestASteadyLeadersTickIsSentAndItsAcknowledgementsTaken(t *testing.T) {
 	}
 	at := given.Add(30 * time.Millisecond)
 	ack := members[0].Ack
-	require.True(t, c.hold(leader, members[0].PID, at, &ack))
+	require.True(t, c.hold(leader, members[0].PID, at, echoedAt(ack, at)))
 	acks, beats, ahead := ib.take()
 	assert.Empty(t, acks, "a taken acknowledgement is not held for stepping")
 	assert.Empty(t, beats)
 	assert.Equal(t, 1, ahead.Beats)
 	assert.Equal(t, gridEpoch.Add(tick), ahead.LastBeat)
-	assert.Equal(t, []election.TakenAcks{{Count: 1, Last: gridEpoch.Add(sinceEpoch(at))}, {}}, ahead.Acks)
+	assert.Equal(t, []election.TakenAcks{{Count: 1, Last: gridEpoch.Add(sinceEpoch(at)), Arrived: at}, {}}, ahead.Acks)
 	assert.Equal(t, uint64(1), c.Stats().BeatenAhead)
 	assert.Equal(t, uint64(1), c.Stats().Taken)
 	_, _, again := ib.take()
@@ -116,11 +116,11 @@ func TestAnUnexpectedAcknowledgementStopsTheBeat(t *testing.T) {
 			c, leader, ib, members := beatingLeader(t, given)
 			ack, from, at := members[0].Ack, members[0].PID, given.Add(10*time.Millisecond)
 			change(&ack, &from, &at)
-			require.True(t, c.hold(leader, from, at, &ack), "held for the leader's next wake-up")
+			require.True(t, c.hold(leader, from, at, echoedAt(ack, at)), "held for the leader's next wake-up")
 			_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 			assert.False(t, ok, "the next tick wakes the leader")
 			match := members[1].Ack
-			require.True(t, c.hold(leader, members[1].PID, given.Add(25*time.Millisecond), &match))
+			require.True(t, c.hold(leader, members[1].PID, given.Add(25*time.Millisecond), echoedAt(match, given.Add(25*time.Millisecond))))
 			acks, _, ahead := ib.take()
 			assert.Len(t, acks, 2, "everything after the unexpected one is held in order, none taken")
 			assert.False(t, ahead.active())
@@ -138,7 +138,7 @@ func TestABeatPublishedOverHeldAcknowledgementsDoesNothing(t *testing.T) {
 	ib.beating = false // the leader is handling a message
 	other := members[0].Ack
 	other.Term = 2
-	require.True(t, c.hold(leader, members[0].PID, given, &other))
+	require.True(t, c.hold(leader, members[0].PID, given, echoedAt(other, given)))
 	ib.publishBeat(&beat, lastAck)
 	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
 	assert.False(t, ok, "the tick wakes the leader, which steps what was held")
@@ -217,9 +217,10 @@ func TestALeaderEndingWithItsNodeStopsBeatingAheadBeforeItHandsOver(t *testing.T
 func TestASteadyLeadersTickRoutesItsHeartbeatToEachMember(t *testing.T) {
 	given := time.Now()
 	c, leader, ib, members := beatingLeader(t, given)
-	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, sinceEpoch(given.Add(20*time.Millisecond)))
+	tick := sinceEpoch(given.Add(20 * time.Millisecond))
+	_, ok := c.beatAhead(ib, &shellTimer{}, &timerOwner{}, tick)
 	require.True(t, ok)
-	sent := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m"}}}
+	sent := election.MessageHeartbeat{Header: election.Header{ClusterID: "c", Term: 3, From: gen.ProcessID{Name: "m"}}, Sent: stampOf(tick)}
 	for _, m := range members {
 		b, _ := c.take(m.PID.Node)
 		require.Len(t, b.Heartbeats, 1, "one heartbeat to %s", m.PID)
@@ -261,7 +262,7 @@ func TestASteadyLeadersTickAllocatesNothing(t *testing.T) {
 func TestABeatPublishedInTakenListsCountsAfresh(t *testing.T) {
 	given := time.Now()
 	c, leader, ib, members := beatingLeader(t, given)
-	require.True(t, c.hold(leader, members[0].PID, given.Add(10*time.Millisecond), &members[0].Ack), "an acknowledgement taken under the beat")
+	require.True(t, c.hold(leader, members[0].PID, given.Add(10*time.Millisecond), echoedAt(members[0].Ack, given.Add(10*time.Millisecond))), "an acknowledgement taken under the beat")
 	beat := ib.lead.beat
 	_, _, ahead := ib.take()
 	require.Equal(t, 1, ahead.Acks[0].Count)

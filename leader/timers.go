@@ -71,6 +71,23 @@ var gridEpoch = time.Now()
 // sinceEpoch is t on the shell's monotonic clock.
 func sinceEpoch(t time.Time) time.Duration { return t.Sub(gridEpoch) }
 
+// stampOf is the stamp of a message sent at at, on the shell's clock, as
+// the members' cores stamp theirs (their clocks count from gridEpoch):
+// MessageHeartbeat.Sent, PairBeat.Sent.
+func stampOf(at time.Duration) int64 { return election.Stamp(gridEpoch, gridEpoch.Add(at)) }
+
+// evidenceAt is when an answer that echoes stamp and arrived at arrived,
+// both on the shell's clock, shows its sender heard this node: when what it
+// answers was sent (election.Core's evidenceOf). It reports false for no
+// stamp, or one after the arrival, which this process's clock did not make.
+func evidenceAt(stamp int64, arrived time.Duration) (time.Duration, bool) {
+	if stamp == 0 {
+		return 0, false
+	}
+	sent := sinceEpoch(election.StampTime(gridEpoch, stamp))
+	return sent, sent <= arrived
+}
+
 // onGrid returns how long from now until the last instant gridEpoch +
 // phase + k*d that is not later than now+d: a duration in (0, d].
 func onGrid(now time.Time, d time.Duration, phase uint64) time.Duration {

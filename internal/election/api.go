@@ -232,7 +232,7 @@ func (c *Core) ElectionDue() (time.Time, bool) {
 	if !c.armed[TimerElection] {
 		return time.Time{}, false
 	}
-	return c.clock.time(c.electionStart).Add(c.electionWait), true
+	return c.clock().time(c.electionStart).Add(c.electionWait), true
 }
 
 // Campaigning reports whether this member runs an election round, a
@@ -392,7 +392,7 @@ func (c *Core) memberStatus(p *peer) MemberStatus {
 	}
 	ms := MemberStatus{
 		Node: p.id.Node, ProcessID: p.id, PID: p.pid, InView: c.view.has(p.id.Node), Declared: p.declared,
-		UnreachableSince: c.clock.time(p.unreachableSince), SendError: sendErr, Started: p.started(),
+		UnreachableSince: c.clock().time(p.unreachableSince), SendError: sendErr, Started: p.started(),
 	}
 	if c.role == RoleLeader && ms.InView {
 		ms.Acked = p.ackedStamp()
@@ -429,7 +429,7 @@ func (c *Core) Status(now time.Time) Status {
 		ProtocolLeader:        c.role == RoleLeader,
 		Term:                  c.term,
 		VotedFor:              c.votedFor,
-		TermChangedAt:         c.clock.time(c.termChangedAt),
+		TermChangedAt:         c.clock().time(c.termChangedAt),
 		Leader:                c.Leader(),
 		LeaderNode:            c.Leader().Node,
 		ClusterID:             c.cfg.ClusterID,
@@ -449,14 +449,14 @@ func (c *Core) Status(now time.Time) Status {
 		ProbeTimerArmed:       c.armed[TimerProbe],
 		CampaignHeld:          c.campaignHeld,
 		HeartbeatTimerArmed:   c.armed[TimerHeartbeat],
-		HeartbeatInLast:       c.clock.time(c.heartbeatInLast),
-		HeartbeatOutLast:      c.clock.time(c.heartbeatOutLast),
+		HeartbeatInLast:       c.clock().time(c.heartbeatInLast),
+		HeartbeatOutLast:      c.clock().time(c.heartbeatOutLast),
 		ElectionTimeoutMin:    c.cfg.ElectionTimeoutMin,
 		ElectionTimeoutMax:    c.cfg.ElectionTimeoutMax,
 		HeartbeatInterval:     c.cfg.HeartbeatInterval,
 		Dropped:               droppedCopy(c.stats.dropped),
 		ConfirmDenied:         c.stats.confirmDenied,
-		LastDeniedAt:          c.clock.time(c.stats.lastDeniedAt),
+		LastDeniedAt:          c.clock().time(c.stats.lastDeniedAt),
 		LastDenyError:         c.few().lastDenied,
 		LastBecomeLeaderError: c.few().leaderErr,
 		StorageError:          c.few().storageErr,

@@ -195,7 +195,7 @@ func (c *Core) nameOf(node gen.Atom) gen.ProcessID {
 // ask sends p the running round's request.
 func (c *Core) ask(now time.Time, p *peer) {
 	camp := c.camp
-	m := MessageRequestVote{Header: c.hdr(camp.term), PreVote: camp.preVote, Transfer: camp.transfer}
+	m := MessageRequestVote{Header: c.hdr(camp.term), PreVote: camp.preVote, Transfer: camp.transfer, Sent: int64(c.clock().at(now))}
 	if camp.formation && c.view == nil {
 		m.Declared = c.declaredSet()
 	}
@@ -346,7 +346,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 			c.yieldFailoverTurn(now)
 		}
 		c.deferIfLeaderLive(now, from, m, grant)
-		c.send(now, p, c.voteMsg(from.Node, grant, true, term, m.Header.View))
+		c.send(now, p, c.voteMsg(from.Node, grant, true, term, m.Header.View, m.Sent))
 		return
 	}
 	grant := m.Term == c.term && c.role != RoleLeader && !c.sticky(now, m) &&
@@ -358,7 +358,7 @@ func (c *Core) onRequestVote(now time.Time, from gen.PID, m MessageRequestVote) 
 		}
 	}
 	c.deferIfLeaderLive(now, from, m, grant)
-	c.send(now, p, c.voteMsg(from.Node, grant, false, c.term, m.Header.View))
+	c.send(now, p, c.voteMsg(from.Node, grant, false, c.term, m.Header.View, m.Sent))
 }
 
 // yieldFailoverTurn gives up this member's turn in a fast failover to the
@@ -419,9 +419,9 @@ func (c *Core) mayVoteFor(h Header) bool {
 // voteMsg builds an answer to a candidate whose view is stamped cand. A
 // refusal names the leader; the voter's whole view goes with it when the
 // candidate lacks it, and a formation grant reports the voter's view or
-// declared set.
-func (c *Core) voteMsg(to gen.Atom, granted, preVote bool, term uint64, cand ViewStamp) MessageVote {
-	v := MessageVote{Header: c.hdr(term), Granted: granted, PreVote: preVote}
+// declared set. It echoes sent, the request's Sent.
+func (c *Core) voteMsg(to gen.Atom, granted, preVote bool, term uint64, cand ViewStamp, sent int64) MessageVote {
+	v := MessageVote{Header: c.hdr(term), Granted: granted, PreVote: preVote, Echo: sent}
 	if !granted {
 		v.Leader = c.leaderID
 		if c.role == RoleLeader {

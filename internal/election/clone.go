@@ -78,6 +78,7 @@ func (d *deferredRequest) appendKey(b []byte, cfg Config, now time.Time) []byte 
 	b = binary.AppendVarint(b, m.Started)
 	b = appendStamp(b, m.View)
 	b = appendBools(b, m.PreVote, m.Transfer)
+	b = binary.AppendVarint(b, m.Sent) // the candidate's clock: echoed as it is
 	return appendMembers(b, m.Declared)
 }
 
@@ -161,17 +162,17 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = appendBools(b, c.hardDirty, !c.leaderHeardAt.IsZero(), c.leaderLive(now),
 		c.next.skipPreVote, c.next.transfer, c.campaignHeld, c.hostShortcut,
 		c.declines(now), c.few().storageErr != nil, c.few().fatal != nil,
-		!c.electionStart.IsZero(), !c.electionStart.IsZero() && !now.Before(c.clock.time(c.electionStart).Add(c.electionWait)),
+		!c.electionStart.IsZero(), !c.electionStart.IsZero() && !now.Before(c.clock().time(c.electionStart).Add(c.electionWait)),
 		c.electionLazy, c.hasReady())
 	for _, armed := range c.armed {
 		b = appendBools(b, armed)
 	}
-	b = c.peers.appendKey(b, c.cfg, c.clock, now)
+	b = c.peers.appendKey(b, c.cfg, c.clock(), now)
 	b = c.appendRecency(b)
 	b = appendNodes(b, standing(c.withdrawn, now))
 	b = appendNodes(b, slices.Sorted(maps.Keys(c.removals)))
 	b = c.camp.appendKey(b)
-	b = c.lead.appendKey(b, c.peers, c.clock)
+	b = c.lead.appendKey(b, c.peers, c.clock())
 	b = appendString(b, string(c.deadLeader))
 	b = c.deferred.appendKey(b, c.cfg, now)
 	return c.few().handover.appendKey(b, c.cfg, now)
@@ -195,7 +196,7 @@ func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byt
 		b = appendBools(b, p.declared, p.answered, !p.unreachableSince.IsZero(),
 			!p.lastInbound.IsZero(), !p.lastReply.IsZero(), !p.lastSend.IsZero(), p.sendFailing,
 			!p.steadySince.IsZero(), !p.steadySince.IsZero() && at.Sub(p.steadySince) >= cfg.PreferStableFor,
-			!p.memberSince.IsZero(), p.ended() != "", p.declines,
+			!p.memberSince.IsZero(), p.ended() != "", p.declines, p.inboundSinceReply,
 			p.reached(EvidenceContact, at, window), p.reached(EvidenceReplies, at, window),
 			!p.lastReply.IsZero() && at.Sub(p.lastReply) < window,
 			p.alive(at, admit), now.Sub(k.time(p.lastInbound)) < cfg.GhostTTL,
@@ -208,7 +209,7 @@ func (t peerTable) appendKey(b []byte, cfg Config, k clock, now time.Time) []byt
 // leader choosing whom to hand over to compares them: each peer's rank,
 // equal times sharing one.
 func (c *Core) appendRecency(b []byte) []byte {
-	at := func(p *peer) time.Time { return latest(c.clock.time(p.lastReply), c.clock.time(p.lastInbound)) }
+	at := func(p *peer) time.Time { return latest(c.clock().time(p.lastReply), c.clock().time(p.lastInbound)) }
 	order := slices.Clone(c.peers.sorted)
 	slices.SortStableFunc(order, func(x, y gen.Atom) int {
 		return at(c.peers.get(y)).Compare(at(c.peers.get(x)))

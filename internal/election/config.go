@@ -67,6 +67,13 @@ type Config struct {
 	// exceed Min.
 	ElectionTimeoutMin time.Duration
 	ElectionTimeoutMax time.Duration
+	// Origin is the time this member's clock counts from: the stamps its
+	// messages carry (MessageHeartbeat.Sent, MessageRequestVote.Sent) are
+	// offsets from it (Stamp). Zero: the time the Core is made. A shell
+	// that sends heartbeats or credits acknowledgements for its members
+	// (SteadyBeat) gives them all one origin, so that it stamps and reads
+	// their messages as they do.
+	Origin time.Time
 	// HeartbeatInterval is how often a leader asserts itself and checks its
 	// quorum evidence. Default 50 ms. It should be comfortably below
 	// ElectionTimeoutMin (Warnings says when it is not): slower heartbeats

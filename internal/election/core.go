@@ -10,11 +10,9 @@ import (
 // Core is one member's election state machine. It has no lock: the goroutine
 // of the process that embeds it (or the simulator) owns it and every call.
 type Core struct {
+	// cfg.Origin, never zero here, is what its clock counts from.
 	cfg  Config
 	self gen.PID
-	// clock turns the times below (and the peers') into instants: one word
-	// each instead of a time.Time's three.
-	clock clock
 
 	// Durable state: what HardState carries.
 	term     uint64
@@ -217,6 +215,12 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) 
 	if self == (gen.PID{}) || self.Node != cfg.Self.Node {
 		return nil, fmt.Errorf("election: self PID %s must be on node %s: %w", self, cfg.Self.Node, gen.ErrIncorrect)
 	}
+	switch {
+	case cfg.Origin.IsZero():
+		cfg.Origin = now
+	case cfg.Origin.After(now):
+		return nil, fmt.Errorf("election: clock origin %s is after the time the member is made, %s: %w", cfg.Origin, now, gen.ErrIncorrect)
+	}
 	if hs.Term > lastTerm {
 		return nil, fmt.Errorf("election: stored term %d cannot be incremented; the cluster could never elect again: %w", hs.Term, gen.ErrIncorrect)
 	}
@@ -230,7 +234,6 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) 
 		term:     hs.Term,
 		votedFor: hs.VotedFor,
 		view:     hs.View,
-		clock:    clock{origin: now},
 		peers:    newPeerTable(cfg.Self.Node, cfg.Bootstrap, hs.View.members()),
 		store:    newMemberStore(),
 	}
@@ -250,7 +253,7 @@ func newCore(cfg Config, self gen.PID, hs HardState, now time.Time, room Ready) 
 		// as it would had it learned of its removal now.
 		c.outside = &outsideCluster{stamp: c.view.Stamp}
 	}
-	c.termChangedAt = c.clock.at(now)
+	c.termChangedAt = c.clock().at(now)
 	c.reported = reportedState{role: c.visibleRole()}
 	c.armCampaign(now)
 	c.armProbe()
@@ -293,7 +296,7 @@ func (c *Core) effect(e Effect) { c.ready.Effects = append(c.ready.Effects, e) }
 
 // send queues msg for p and records the attempt as evidence until reported failed.
 func (c *Core) send(now time.Time, p *peer, msg any) {
-	p.lastSend = c.clock.at(now)
+	p.lastSend = c.clock().at(now)
 	p.sendFailing = false
 	c.ready.Messages = append(c.ready.Messages, p.target(msg))
 }
@@ -325,7 +328,7 @@ func (c *Core) hdr(term uint64) Header {
 func (c *Core) setTerm(now time.Time, term uint64) {
 	c.term = term
 	c.votedFor = gen.ProcessID{}
-	c.termChangedAt = c.clock.at(now)
+	c.termChangedAt = c.clock().at(now)
 	c.hardDirty = true
 }
 
@@ -340,7 +343,7 @@ func (c *Core) leaderLive(now time.Time) bool {
 	if c.role == RoleLeader {
 		return true
 	}
-	return !c.leaderHeardAt.IsZero() && c.clock.at(now).Sub(c.leaderHeardAt) < c.cfg.ElectionTimeoutMin
+	return !c.leaderHeardAt.IsZero() && c.clock().at(now).Sub(c.leaderHeardAt) < c.cfg.ElectionTimeoutMin
 }
 
 // inView reports whether this member belongs to the view it holds.

@@ -105,7 +105,7 @@ func (c *Core) handOverCandidate(now time.Time) (gen.Atom, bool) {
 		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() {
 			continue
 		}
-		at, avoided := latest(c.clock.time(p.lastReply), c.clock.time(p.lastInbound)), c.avoided(m.Node, now)
+		at, avoided := latest(c.clock().time(p.lastReply), c.clock().time(p.lastInbound)), c.avoided(m.Node, now)
 		if best == "" || (bestAvoided && !avoided) || (avoided == bestAvoided && at.After(bestAt)) {
 			best, bestAt, bestAvoided = m.Node, at, avoided
 		}

@@ -108,8 +108,27 @@ func (h *harness) take() Ready {
 }
 
 func (h *harness) step(from int, msg any) {
-	h.c.Step(h.now, peerPID(from), msg)
+	h.c.Step(h.now, peerPID(from), answeredNow(h.c, h.now, msg))
 	h.collect()
+}
+
+// answeredNow is msg, an answer whose Echo the test left zero, as an answer
+// to what the core sent at now: evidence at now, as a peer that answers at
+// once gives. Tests of the echo itself set it, or step the core directly.
+func answeredNow(c *Core, now time.Time, msg any) any {
+	switch m := msg.(type) {
+	case MessageHeartbeatAck:
+		if m.Echo == 0 {
+			m.Echo = int64(c.clock().at(now))
+		}
+		return m
+	case MessageVote:
+		if m.Echo == 0 {
+			m.Echo = int64(c.clock().at(now))
+		}
+		return m
+	}
+	return msg
 }
 
 func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }

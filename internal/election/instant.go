@@ -33,6 +33,19 @@ func (i instant) Sub(j instant) time.Duration { return i.offset() - j.offset() }
 // back compares to any other exactly as it did.
 type clock struct{ origin time.Time }
 
+// clock turns the times the core keeps (and its peers') into instants:
+// one word each instead of a time.Time's three.
+func (c *Core) clock() clock { return clock{c.cfg.Origin} }
+
+// Stamp is t as the stamp a member whose clock counts from origin
+// (Config.Origin) puts on a message sent at t (MessageHeartbeat.Sent);
+// zero for a zero t.
+func Stamp(origin, t time.Time) int64 { return int64(clock{origin}.at(t)) }
+
+// StampTime is the time of stamp s of a member whose clock counts from
+// origin; the zero time for a zero s.
+func StampTime(origin time.Time, s int64) time.Time { return clock{origin}.time(instant(s)) }
+
 // at is t as an instant; zero for a zero t.
 func (k clock) at(t time.Time) instant {
 	if t.IsZero() {

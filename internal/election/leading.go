@@ -64,7 +64,7 @@ func (c *Core) becomeLeader(now time.Time) {
 			continue
 		}
 		p := c.peers.ensure(m)
-		p.memberSince = c.clock.at(now)
+		p.memberSince = c.clock().at(now)
 		if p.ended() != "" {
 			c.lead.remove(m.Node, p.ended())
 		}
@@ -86,13 +86,13 @@ func (c *Core) sendHeartbeats(now time.Time) {
 			// it instead (reconnectTarget), and its answer resumes them.
 			continue
 		}
-		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed}
+		hb := MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed, Sent: int64(c.clock().at(now))}
 		if p.ackedStamp() != c.view.Stamp || p.ackedTerm != c.term {
 			hb.View = c.view
 		}
 		c.send(now, p, hb)
 	}
-	c.heartbeatOutLast = c.clock.at(now)
+	c.heartbeatOutLast = c.clock().at(now)
 	c.arm(TimerHeartbeat, c.cfg.HeartbeatInterval)
 }
 
@@ -137,7 +137,7 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 			// its place does, or that cluster, whose view now counts it,
 			// may need its vote for every election.
 			c.drop(dropTwoLeaders)
-			ack := c.ackMsg(now)
+			ack := c.ackMsg(now, m.Sent)
 			ack.Follows = c.leader
 			c.send(now, c.peers.get(from.Node), ack)
 			return
@@ -147,7 +147,7 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 	c.next = nextCampaign{}
 	c.recognise(from)
 	c.leaderID = m.From
-	c.leaderHeardAt = c.clock.at(now)
+	c.leaderHeardAt = c.clock().at(now)
 	c.heartbeatInLast = c.leaderHeardAt
 	c.touchElection(now)
 	if m.View != nil {
@@ -156,11 +156,12 @@ func (c *Core) onHeartbeat(now time.Time, from gen.PID, m MessageHeartbeat) {
 	if c.view != nil && m.Header.View.Lineage == c.view.Stamp.Lineage && m.Committed.Compare(c.committed) > 0 {
 		c.committed = m.Committed
 	}
-	c.send(now, c.peers.get(from.Node), c.ackMsg(now))
+	c.send(now, c.peers.get(from.Node), c.ackMsg(now, m.Sent))
 }
 
-func (c *Core) ackMsg(now time.Time) MessageHeartbeatAck {
-	return MessageHeartbeatAck{Header: c.hdr(c.term), Declines: c.declines(now)}
+// ackMsg acknowledges the heartbeat stamped sent (MessageHeartbeat.Sent).
+func (c *Core) ackMsg(now time.Time, sent int64) MessageHeartbeatAck {
+	return MessageHeartbeatAck{Header: c.hdr(c.term), Declines: c.declines(now), Echo: sent}
 }
 
 // declines reports whether this member would not take leadership now: its
@@ -171,7 +172,7 @@ func (c *Core) declines(now time.Time) bool {
 	if c.few().denials == 0 {
 		return false
 	}
-	return now.Sub(c.clock.time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.few().denials-1, maxAvoidShift)
+	return now.Sub(c.clock().time(c.stats.lastDeniedAt)) < avoidTimeouts*c.cfg.ElectionTimeoutMax<<min(c.few().denials-1, maxAvoidShift)
 }
 
 // onHeartbeatAck records which view a member acknowledged, and a second
@@ -243,7 +244,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 	c.tidyPeers(now)
 	reached := 1
 	for _, m := range c.view.Members {
-		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock.at(now), c.cfg.evidenceWindow()) {
+		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock().at(now), c.cfg.evidenceWindow()) {
 			reached++
 		}
 	}
@@ -329,7 +330,7 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 // re-campaigns after a backoff that grows with consecutive denials.
 func (c *Core) deny(now time.Time, err error) {
 	c.stats.confirmDenied++
-	c.stats.lastDeniedAt = c.clock.at(now)
+	c.stats.lastDeniedAt = c.clock().at(now)
 	r := c.more()
 	r.lastDenied = err
 	r.denials++

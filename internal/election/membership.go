@@ -142,7 +142,7 @@ func (c *Core) requestAdd(now time.Time, p *peer) {
 	case c.lead != nil:
 		c.queueAdd(now, p.id)
 		c.maybeChange(now)
-	case p.alive(c.clock.at(now), c.admitWindow()) && c.agreed():
+	case p.alive(c.clock().at(now), c.admitWindow()) && c.agreed():
 		c.forward(now, MessageMembership{Header: c.hdr(c.term), Add: []gen.ProcessID{p.id}})
 	}
 }
@@ -223,7 +223,7 @@ func (c *Core) queueAdd(now time.Time, p gen.ProcessID) {
 		}
 		c.lead.adds[p.Node] = admission{id: p, since: now}
 	}
-	if pe := c.peers.ensure(p); c.clock.time(pe.lastInbound).Before(c.lead.adds[p.Node].since) {
+	if pe := c.peers.ensure(p); c.clock().time(pe.lastInbound).Before(c.lead.adds[p.Node].since) {
 		c.negotiate(now, pe)
 	}
 	c.armProbe()
@@ -242,7 +242,7 @@ func (c *Core) queueRemove(now time.Time, node gen.Atom, reason string) {
 func (c *Core) expireGhosts(now time.Time) {
 	for _, m := range c.view.Members {
 		p := c.peers.get(m.Node)
-		if m.Node == c.cfg.Self.Node || p == nil || p.silentFor(c.clock, now) < c.cfg.GhostTTL {
+		if m.Node == c.cfg.Self.Node || p == nil || p.silentFor(c.clock(), now) < c.cfg.GhostTTL {
 			continue
 		}
 		if _, queued := c.lead.removes[m.Node]; !queued {
@@ -277,7 +277,7 @@ func (c *Core) maybeChange(now time.Time) {
 		switch {
 		case c.view.has(n) || c.isWithdrawn(n, now):
 			delete(l.adds, n)
-		case p == nil || c.clock.time(p.lastInbound).Before(a.since) || !p.unreachableSince.IsZero():
+		case p == nil || c.clock().time(p.lastInbound).Before(a.since) || !p.unreachableSince.IsZero():
 			continue // admitted once it answers; probed meanwhile
 		default:
 			delete(l.adds, n)
@@ -316,14 +316,14 @@ func (c *Core) propose(now time.Time, v *View, reason string) {
 	c.lead.change = reason
 	for _, m := range v.Members {
 		if !old.has(m.Node) {
-			c.peers.get(m.Node).memberSince = c.clock.at(now)
+			c.peers.get(m.Node).memberSince = c.clock().at(now)
 		}
 	}
 	for _, m := range old.Members {
 		if !v.has(m.Node) {
 			// Tell the removed member once, so it knows to stop campaigning.
 			p := c.peers.get(m.Node)
-			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v, Committed: c.committed})
+			c.send(now, p, MessageHeartbeat{Header: c.hdr(c.term), View: v, Committed: c.committed, Sent: int64(c.clock().at(now))})
 		}
 	}
 	c.sendHeartbeats(now)
@@ -342,7 +342,7 @@ func (c *Core) tidyPeers(now time.Time) {
 		p := c.peers.get(n)
 		_, wanted := c.lead.addsOf()[n]
 		if c.view.has(n) || p.declared || wanted ||
-			(c.camp != nil && c.camp.reported[n] != nil) || now.Sub(c.clock.time(p.lastInbound)) < c.cfg.GhostTTL {
+			(c.camp != nil && c.camp.reported[n] != nil) || now.Sub(c.clock().time(p.lastInbound)) < c.cfg.GhostTTL {
 			continue
 		}
 		if p.pid != (gen.PID{}) {
@@ -399,7 +399,7 @@ func (c *Core) onProbeTick(now time.Time) {
 		if !c.probeTarget(p) {
 			continue
 		}
-		if c.view != nil && p.alive(c.clock.at(now), c.admitWindow()) {
+		if c.view != nil && p.alive(c.clock().at(now), c.admitWindow()) {
 			c.requestAdd(now, p)
 			silent = false
 		}
@@ -452,7 +452,7 @@ func (c *Core) onProbeTick(now time.Time) {
 // probe at this member's own term. Its answer admits the peer as known
 // whatever its term, names the leader it follows and carries its view.
 func (c *Core) negotiate(now time.Time, p *peer) {
-	m := MessageRequestVote{Header: c.hdr(c.term), PreVote: true}
+	m := MessageRequestVote{Header: c.hdr(c.term), PreVote: true, Sent: int64(c.clock().at(now))}
 	if c.view == nil {
 		m.Declared = c.declaredSet()
 	}
@@ -483,7 +483,7 @@ func (c *Core) peerDown(now time.Time, pid gen.PID, reason error) {
 	wasLeader := c.role != RoleLeader && c.leader == pid
 	noConnection := errors.Is(reason, gen.ErrNoConnection)
 	p.setPID(gen.PID{})
-	p.unreachableSince = c.clock.at(now)
+	p.unreachableSince = c.clock().at(now)
 	p.steadySince = 0
 	c.syncPeer(p)
 	if c.probeBackoff > 0 {
@@ -534,7 +534,7 @@ func (c *Core) reform(now time.Time) (*View, error) {
 	for _, m := range c.ownSet() {
 		p := c.peers.get(m.Node)
 		if m.Node != c.cfg.Self.Node && p != nil && p.unreachableSince.IsZero() && !p.lastInbound.IsZero() &&
-			now.Sub(c.clock.time(p.lastInbound)) < 2*c.cfg.ElectionTimeoutMax {
+			now.Sub(c.clock().time(p.lastInbound)) < 2*c.cfg.ElectionTimeoutMax {
 			live = append(live, m)
 		}
 	}

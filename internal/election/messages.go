@@ -48,6 +48,9 @@ type MessageRequestVote struct {
 	// Declared is the candidate's declared set when it holds no view: what a
 	// formation would be made of.
 	Declared []gen.ProcessID
+	// Sent is when the request was sent, as a stamp of the sender's clock
+	// (Stamp); the answer echoes it.
+	Sent int64
 }
 
 // MessageVote answers a MessageRequestVote. A refusal carries the voter's own
@@ -66,6 +69,9 @@ type MessageVote struct {
 	// Declared is a viewless voter's declared set, reported with a formation
 	// grant.
 	Declared []gen.ProcessID
+	// Echo is the Sent of the request answered: the answer is evidence
+	// that the voter heard the candidate then, not when it arrived.
+	Echo int64
 }
 
 // MessageHeartbeat is a leader asserting its leadership for Header.Term.
@@ -76,6 +82,10 @@ type MessageHeartbeat struct {
 	View *View
 	// Committed is the key of the newest view the leader knows committed.
 	Committed ViewKey
+	// Sent is when the leader sent it, as a stamp of its clock (Stamp);
+	// the acknowledgement echoes it. A shell that sends a steady beat's
+	// heartbeats for the leader stamps each with its own send time.
+	Sent int64
 }
 
 // MessageHeartbeatAck answers a heartbeat; Header.View is the view the
@@ -88,6 +98,11 @@ type MessageHeartbeatAck struct {
 	// Declines says the follower would not take leadership now: its own
 	// HandleConfirmLeader denied lately. A leader hands nothing over to it.
 	Declines bool
+	// Echo is the Sent of the heartbeat acknowledged: the acknowledgement
+	// is evidence that the follower heard the leader then, however late it
+	// arrives (quorum evidence). Zero answers no heartbeat and is no
+	// evidence.
+	Echo int64
 }
 
 // MessageTimeoutNow tells its receiver to campaign at once, skipping PreVote:

@@ -29,10 +29,14 @@ type peer struct {
 	reportedIsPID bool
 	// ackedAgreed is the Agreed of the stamp it acked (see ackedStamp).
 	ackedAgreed bool
+	// inboundSinceReply: its last valid message was not a reply counted as
+	// evidence (lastInbound is that message's arrival, later than any
+	// reply's evidence, which is when what it answers was sent).
+	inboundSinceReply bool
 	// unreachableSince is non-zero while its connection is down.
 	unreachableSince instant
 	lastInbound      instant // last valid protocol message from it
-	lastReply        instant // last vote answer or heartbeat ack from it
+	lastReply        instant // the evidence of its last vote answer or heartbeat ack: when what it answered was sent (evidenceOf)
 	lastSend         instant // last message generated for it
 	// steadySince starts its current run of replies, each within the
 	// evidence window of the one before; zero when the run is broken.

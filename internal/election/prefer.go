@@ -129,9 +129,13 @@ func (p *peer) learnStarted(nanos int64) {
 	}
 }
 
-// replied records a reply from m at now, starting a new steady run when the
-// previous reply is older than window.
+// replied records a reply from m that is evidence of contact at at,
+// starting a new steady run when the previous reply is older than window.
+// Evidence older than the last moves nothing.
 func (p *peer) replied(at instant, window time.Duration) {
+	if at <= p.lastReply {
+		return
+	}
 	if p.steadySince.IsZero() || p.lastReply.IsZero() || at.Sub(p.lastReply) >= window {
 		p.steadySince = at
 	}
@@ -154,7 +158,7 @@ func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
 	bestCand := c.selfCandidate()
 	for _, m := range c.view.Members {
 		p := c.peers.get(m.Node)
-		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, c.clock.at(now), window) || c.avoided(m.Node, now) {
+		if m.Node == c.cfg.Self.Node || p == nil || !p.handOverTarget() || !p.reached(EvidenceReplies, c.clock().at(now), window) || c.avoided(m.Node, now) {
 			continue
 		}
 		if pref.Kind == PreferOldest && p.startedNanos == 0 {
@@ -167,5 +171,5 @@ func (c *Core) preferredTarget(now time.Time) (gen.Atom, bool) {
 	if best == nil {
 		return "", false
 	}
-	return best.id.Node, !best.steadySince.IsZero() && now.Sub(c.clock.time(best.steadySince)) >= c.cfg.PreferStableFor
+	return best.id.Node, !best.steadySince.IsZero() && now.Sub(c.clock().time(best.steadySince)) >= c.cfg.PreferStableFor
 }

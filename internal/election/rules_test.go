@@ -365,3 +365,87 @@ func TestEnumNames(t *testing.T) {
 		assert.Equal(t, want, k.String())
 	}
 }
+
+// Quorum evidence: an acknowledgement is evidence of the time the heartbeat
+// it answers was sent (its Echo), not of its arrival. A leader whose
+// acknowledgements keep arriving, ever later (the network into its node
+// slows down), steps down within the evidence window plus a heartbeat of
+// sending the last heartbeat a majority answered, however fresh their
+// arrivals: a superseded leader cannot stay visible for as long as the
+// network delays its answers.
+func TestALateAcknowledgementIsEvidenceOfItsHeartbeatNotOfItsArrival(t *testing.T) {
+	h := newAgreed(t, 3, nil)
+	term := h.lead(2, 3)
+	type beat struct{ sent, due time.Time }
+	var inFlight []beat
+	var delay time.Duration
+	var answered time.Time // the send time of the last heartbeat both answered
+	for h.c.Role() == RoleLeader && delay < 2*time.Second {
+		h.fire(TimerHeartbeat)
+		delay += 10 * time.Millisecond
+		inFlight = append(inFlight, beat{h.now, h.now.Add(delay)})
+		for len(inFlight) > 0 && !h.now.Before(inFlight[0].due) {
+			echo := Stamp(h.c.cfg.Origin, inFlight[0].sent)
+			h.step(2, MessageHeartbeatAck{Header: hdr(2, term, h.stamp()), Echo: echo})
+			h.step(3, MessageHeartbeatAck{Header: hdr(3, term, h.stamp()), Echo: echo})
+			answered = inFlight[0].sent
+			inFlight = inFlight[1:]
+		}
+	}
+	require.NotEqual(t, RoleLeader, h.c.Role(), "acknowledgements arriving ever later kept the leader visible (delay %s)", delay)
+	assert.LessOrEqual(t, h.now.Sub(answered), h.c.cfg.evidenceWindow()+h.c.cfg.HeartbeatInterval,
+		"it stepped down within the window and a heartbeat of the last heartbeat answered")
+}
+
+// Quorum evidence: an acknowledgement that echoes no heartbeat (Echo zero),
+// or a stamp after its own arrival (not of this member's clock), is no
+// evidence; one that echoes an older heartbeat than the last evidence moves
+// nothing back.
+func TestAnAcknowledgementWithoutAHeartbeatsStampIsNoEvidence(t *testing.T) {
+	h := newAgreed(t, 3, nil)
+	term := h.lead(2, 3)
+	h.fire(TimerHeartbeat)
+	h.ack(2, term)
+	p := h.c.peers.get(nodeName(2))
+	before := p.lastReply
+	require.Equal(t, h.c.clock().at(h.now), before)
+
+	h.advance(10 * time.Millisecond)
+	h.c.Step(h.now, peerPID(2), MessageHeartbeatAck{Header: hdr(2, term, h.stamp())})
+	assert.Equal(t, before, p.lastReply, "no echo: no evidence")
+	assert.True(t, p.inboundSinceReply, "and the member's last message is no reply")
+
+	h.c.Step(h.now, peerPID(2), MessageHeartbeatAck{Header: hdr(2, term, h.stamp()), Echo: Stamp(h.c.cfg.Origin, h.now.Add(time.Millisecond))})
+	assert.Equal(t, before, p.lastReply, "an echo from the future: no evidence")
+
+	h.c.Step(h.now, peerPID(2), MessageHeartbeatAck{Header: hdr(2, term, h.stamp()), Echo: Stamp(h.c.cfg.Origin, h.now.Add(-5*time.Millisecond))})
+	assert.Equal(t, h.c.clock().at(h.now.Add(-5*time.Millisecond)), p.lastReply, "evidence of when the heartbeat was sent")
+	assert.False(t, p.inboundSinceReply)
+	h.c.Step(h.now, peerPID(2), MessageHeartbeatAck{Header: hdr(2, term, h.stamp()), Echo: Stamp(h.c.cfg.Origin, h.now.Add(-8*time.Millisecond))})
+	assert.Equal(t, h.c.clock().at(h.now.Add(-5*time.Millisecond)), p.lastReply, "an older heartbeat's answer moves nothing back")
+}
+
+// Every heartbeat and vote request carries its send time, and every answer
+// echoes the one it answers.
+func TestAnswersEchoTheStampOfWhatTheyAnswer(t *testing.T) {
+	nw, l := settledLeader(t, 3, 47, nil)
+	f := nw.other(l)
+	f.core.Step(nw.now, l.pid, MessageHeartbeat{Header: l.core.hdr(l.core.term), Committed: l.core.committed, Sent: 12345})
+	acks := 0
+	for _, out := range f.core.Ready().Messages {
+		if a, ok := out.Message.(MessageHeartbeatAck); ok {
+			assert.Equal(t, int64(12345), a.Echo)
+			acks++
+		}
+	}
+	assert.Equal(t, 1, acks)
+	f.core.Step(nw.now, l.pid, MessageRequestVote{Header: l.core.hdr(l.core.term + 1), PreVote: true, Sent: 678})
+	votes := 0
+	for _, out := range f.core.Ready().Messages {
+		if v, ok := out.Message.(MessageVote); ok {
+			assert.Equal(t, int64(678), v.Echo)
+			votes++
+		}
+	}
+	assert.Equal(t, 1, votes)
+}

@@ -116,7 +116,7 @@ func TestEffectsAreNotAllocated(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		i++
 		c.ready.Effects = c.ready.Effects[:0]
-		c.observe(now, pids[i%2], h, false)
+		c.observe(now, pids[i%2], h, 0)
 	})
 	require.Len(t, c.ready.Effects, 4, "a changed PID gives four effects")
 	assert.Zero(t, allocs)

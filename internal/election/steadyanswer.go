@@ -17,10 +17,12 @@ import (
 type SteadyAnswer struct {
 	// Leader is the process whose heartbeats it answers.
 	Leader gen.PID
-	// Heartbeat is the one heartbeat it answers: only an identical one
-	// carrying no view matches.
-	Heartbeat MessageHeartbeat
-	// Ack is what the core sends when it steps that heartbeat.
+	// Heartbeat is the one heartbeat it answers: only one with the same
+	// header and commit, carrying no view, matches, whatever its Sent.
+	Heartbeat SteadyHeartbeat
+	// Ack is what the core sends when it steps that heartbeat, but for its
+	// Echo, which is the Sent of the heartbeat answered: a shell answering
+	// ahead echoes each heartbeat's own.
 	Ack MessageHeartbeatAck
 	// Timeout is how long after that heartbeat's arrival the election
 	// timer is due once the core has stepped it (ElectionDue): a shell
@@ -29,7 +31,20 @@ type SteadyAnswer struct {
 	Timeout time.Duration
 }
 
-// Answers reports whether m from from is the heartbeat sa answers.
+// SteadyHeartbeat is the heartbeat a SteadyAnswer answers, but for its
+// stamp: a follower holds one, so it keeps only what a match compares.
+type SteadyHeartbeat struct {
+	Header
+	Committed ViewKey
+}
+
+// Message is the heartbeat, stamped sent (MessageHeartbeat.Sent).
+func (h SteadyHeartbeat) Message(sent int64) MessageHeartbeat {
+	return MessageHeartbeat{Header: h.Header, Committed: h.Committed, Sent: sent}
+}
+
+// Answers reports whether m from from is the heartbeat sa answers, whatever
+// its Sent.
 func (sa *SteadyAnswer) Answers(from gen.PID, m *MessageHeartbeat) bool {
 	return from == sa.Leader && m.View == nil && m.Header == sa.Heartbeat.Header && m.Committed == sa.Heartbeat.Committed
 }
@@ -61,14 +76,14 @@ func (c *Core) SteadyAnswer(now time.Time) (SteadyAnswer, bool) {
 	if c.duplicate(c.leader, c.leaderID) {
 		return SteadyAnswer{}, false
 	}
-	hb := MessageHeartbeat{
+	hb := SteadyHeartbeat{
 		Header: Header{
 			ClusterID: c.cfg.ClusterID, Term: c.term, From: c.leaderID,
 			Started: p.startedNanos, View: c.view.Stamp,
 		},
 		Committed: c.committed,
 	}
-	return SteadyAnswer{Leader: c.leader, Heartbeat: hb, Ack: c.ackMsg(now), Timeout: c.electionWait}, true
+	return SteadyAnswer{Leader: c.leader, Heartbeat: hb, Ack: c.ackMsg(now, 0), Timeout: c.electionWait}, true
 }
 
 // reportedPID is the PID syncPeer reports for p: its PID while it is in the

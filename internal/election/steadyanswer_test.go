@@ -53,8 +53,9 @@ func TestSteadyAnswerIsWithdrawnWhenTheAnswerWouldChange(t *testing.T) {
 	}
 	sa, ok := f.core.SteadyAnswer(nw.now)
 	require.True(t, ok)
-	require.False(t, sa.Answers(gen.PID{Node: l.name, ID: l.pid.ID + 1, Creation: l.pid.Creation}, &sa.Heartbeat), "another process of the leader's node is not its leader")
-	withView := sa.Heartbeat
+	steadyHB := sa.Heartbeat.Message(1)
+	require.False(t, sa.Answers(gen.PID{Node: l.name, ID: l.pid.ID + 1, Creation: l.pid.Creation}, &steadyHB), "another process of the leader's node is not its leader")
+	withView := sa.Heartbeat.Message(1)
 	withView.View = f.core.view
 	require.False(t, sa.Answers(l.pid, &withView), "a heartbeat carrying a view is never answered ahead")
 
@@ -108,10 +109,12 @@ func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
 				at := nw.now
 				for k := range rapid.IntRange(1, 4).Draw(rt, "heartbeats") {
 					at = at.Add(time.Duration(rapid.IntRange(0, 6000).Draw(rt, "later ms")) * time.Millisecond)
-					hb := sa.Heartbeat
+					hb := sa.Heartbeat.Message(int64(k + 1))
 					c.Step(at, sa.Leader, hb)
 					rd := c.Ready()
-					if len(rd.Messages) != 1 || rd.Messages[0].To != sa.Leader || rd.Messages[0].Message != any(sa.Ack) {
+					want := sa.Ack
+					want.Echo = hb.Sent
+					if len(rd.Messages) != 1 || rd.Messages[0].To != sa.Leader || rd.Messages[0].Message != any(want) {
 						rt.Fatalf("%s, heartbeat %d at +%s: sent %+v, answered ahead %+v", name, k, at.Sub(nw.now), rd.Messages, sa.Ack)
 					}
 					if len(rd.Effects) > 0 || rd.HardState != nil || len(rd.Timers) > 0 {
@@ -128,7 +131,7 @@ func TestPropertySteadyAnswerIsWhatTheCoreSends(t *testing.T) {
 				// Stepping the last of them alone leaves the core where
 				// stepping them all does: a shell may step only that one.
 				last := sn.core.Clone(nil)
-				last.Step(at, sa.Leader, sa.Heartbeat)
+				last.Step(at, sa.Leader, sa.Heartbeat.Message(1))
 				last.Ready()
 				if !sameState(c, last) {
 					rt.Fatalf("%s: stepping the last heartbeat alone left\n%+v\nwhere stepping them all left\n%+v", name, last.Status(at), c.Status(at))
@@ -168,7 +171,7 @@ func TestSteadyAnswerDoesNotHoldBeforeItWasGiven(t *testing.T) {
 	// f was denied leadership once, long enough ago that its decline
 	// period ends exactly now.
 	period := avoidTimeouts * f.core.cfg.ElectionTimeoutMax
-	f.core.more().denials, f.core.stats.lastDeniedAt = 1, f.core.clock.at(nw.now.Add(-period))
+	f.core.more().denials, f.core.stats.lastDeniedAt = 1, f.core.clock().at(nw.now.Add(-period))
 	published := nw.now
 	sa, ok := f.core.SteadyAnswer(published)
 	require.True(t, ok)
@@ -176,7 +179,7 @@ func TestSteadyAnswerDoesNotHoldBeforeItWasGiven(t *testing.T) {
 
 	// The heartbeat, held with an arrival time a moment before the publish.
 	c := f.core.Clone(nil)
-	c.Step(published.Add(-time.Millisecond), sa.Leader, sa.Heartbeat)
+	c.Step(published.Add(-time.Millisecond), sa.Leader, sa.Heartbeat.Message(1))
 	rd := c.Ready()
 	require.Len(t, rd.Messages, 1)
 	require.NotEqual(t, any(sa.Ack), rd.Messages[0].Message,

@@ -12,17 +12,21 @@ import (
 // come: the leader side of SteadyAnswer. A shell that hosts many members may,
 // on the leader's heartbeat ticks, send Heartbeat to every member itself
 // without waking the leader, and take the members' acknowledgements that
-// equal their Ack without handing each to the core, under two rules that
-// keep each skipped tick and each skipped acknowledgement a no-op:
+// equal their Ack but for its Echo without handing each to the core, under
+// two rules that keep each skipped tick and each skipped acknowledgement a
+// no-op. Each heartbeat a tick at t sends carries Sent = Stamp(Origin, t);
+// an acknowledgement is evidence of the time its Echo names,
+// StampTime(Origin, Echo), which must not be after its arrival (the core's
+// evidenceOf), and none with a zero Echo may be taken.
 //
-//   - An acknowledgement is taken only when it arrives within Window of the
-//     member's one before (the core's LastReply from it for the first), so
-//     the member's run of replies goes unbroken; another is stepped as
+//   - An acknowledgement is taken only when its evidence is within Window
+//     of the member's last (the core's LastReply from it for the first),
+//     so the member's run of replies goes unbroken; another is stepped as
 //     usual.
 //   - A tick at t is sent ahead only when t is not after Until and every
-//     member's last acknowledgement arrived after t - Window, so the tick
-//     would find every member reached and none silent; otherwise the tick
-//     goes to the core.
+//     member's last evidence is after t - Window, so the tick would find
+//     every member reached and none silent; otherwise the tick goes to the
+//     core.
 //
 // The shell then reports what it did with CatchUp, before the core steps
 // anything else, and the core is in the state stepping each tick and each
@@ -31,9 +35,13 @@ import (
 // leader wakes for what changes something instead of once per tick.
 type SteadyBeat struct {
 	// Term is the leader's term; Heartbeat what each tick sends to every
-	// member: carrying no view, as every member acknowledged the leader's.
+	// member, stamped with the tick's time: carrying no view, as every
+	// member acknowledged the leader's.
 	Term      uint64
 	Heartbeat MessageHeartbeat
+	// Origin is the leader's clock origin (Config.Origin), which its
+	// heartbeats' stamps count from.
+	Origin time.Time
 	// Members are the other members of the view, in the view's order.
 	Members []SteadyMember
 	// Interval is the HeartbeatInterval: each tick re-arms the heartbeat
@@ -51,14 +59,14 @@ type SteadyMember struct {
 	PID gen.PID
 	// Ack is the acknowledgement that changes nothing but the time the
 	// member was last heard from: what a steady follower sends
-	// (SteadyAnswer.Ack).
+	// (SteadyAnswer.Ack), but for its Echo, which is zero here.
 	Ack MessageHeartbeatAck
 }
 
 // BeatenAhead is what a shell did for a leader under its SteadyBeat: Beats
 // ticks sent ahead, the last at LastBeat, and, for each of the beat's
-// Members in order, the number of acknowledgements taken and the arrival of
-// the last one (zero when none).
+// Members in order, the number of acknowledgements taken, the latest
+// evidence among them and the arrival of the last one (zero when none).
 type BeatenAhead struct {
 	Beats    int
 	LastBeat time.Time
@@ -68,8 +76,9 @@ type BeatenAhead struct {
 // TakenAcks are the acknowledgements of one member a shell took under a
 // SteadyBeat.
 type TakenAcks struct {
-	Count int
-	Last  time.Time
+	Count   int
+	Last    time.Time
+	Arrived time.Time
 }
 
 // SteadyBeat returns this leader's steady heartbeat when its next ticks, up
@@ -116,7 +125,7 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 			continue
 		}
 		// A stray peer is forgotten once silent for GhostTTL (tidyPeers).
-		end := c.clock.time(p.lastInbound).Add(c.cfg.GhostTTL)
+		end := c.clock().time(p.lastInbound).Add(c.cfg.GhostTTL)
 		if !now.Before(end) {
 			return SteadyBeat{}, false
 		}
@@ -125,7 +134,8 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 	self := c.selfCandidate()
 	sb := SteadyBeat{
 		Term:      c.term,
-		Heartbeat: MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed},
+		Heartbeat: MessageHeartbeat{Header: c.hdr(c.term), Committed: c.committed, Sent: int64(c.clock().at(now))},
+		Origin:    c.cfg.Origin,
 		Interval:  c.cfg.HeartbeatInterval,
 		Window:    window,
 		Until:     until,
@@ -144,7 +154,7 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 			// from again, which ends the beat, and no handover picks it;
 			// the beat ends before it has been silent for GhostTTL, when
 			// a tick removes it.
-			left := c.cfg.GhostTTL - p.silentFor(c.clock, now)
+			left := c.cfg.GhostTTL - p.silentFor(c.clock(), now)
 			if left <= 0 {
 				return SteadyBeat{}, false // the next tick removes it
 			}
@@ -153,7 +163,7 @@ func (c *Core) SteadyBeat(now time.Time, prev []SteadyMember) (SteadyBeat, bool)
 		}
 		if p == nil || p.pid == (gen.PID{}) || p.id != m || p.ended() != "" || !p.unreachableSince.IsZero() || p.sendFailing ||
 			p.ackedTerm != c.term || p.ackedStamp() != c.view.Stamp || p.steadySince.IsZero() || p.lastReply.IsZero() ||
-			p.lastInbound > p.lastReply || p.reportedPID() != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
+			p.inboundSinceReply || p.reportedPID() != c.reportedPID(p) || c.duplicate(p.pid, p.id) {
 			return SteadyBeat{}, false
 		}
 		if c.cfg.Prefer.Kind != PreferNone && c.cfg.Prefer.Prefers(p.candidate(), self) {
@@ -202,13 +212,13 @@ func (c *Core) steadyMembers(f func(int, SteadyMember) bool) bool {
 	return true
 }
 
-// LastReply is when this member last heard a reply from the member pid
-// (zero for none, or for a PID it does not know): for a steady beat's
-// member, the arrival its first acknowledgement under the beat is timed
-// from.
+// LastReply is the evidence of the last reply this member heard from the
+// member pid, when what it answered was sent (zero for none, or for a PID
+// it does not know): for a steady beat's member, what the evidence of its
+// first acknowledgement under the beat is timed from.
 func (c *Core) LastReply(pid gen.PID) time.Time {
 	if p := c.peers.byPID(pid); p != nil {
-		return c.clock.time(p.lastReply)
+		return c.clock().time(p.lastReply)
 	}
 	return time.Time{}
 }
@@ -254,16 +264,17 @@ func (c *Core) CatchUp(sb *SteadyBeat, b BeatenAhead) error {
 	}
 	for i, p := range peers {
 		if b.Beats > 0 {
-			p.lastSend, p.sendFailing = c.clock.at(b.LastBeat), false
+			p.lastSend, p.sendFailing = c.clock().at(b.LastBeat), false
 		}
 		if a := b.Acks[i]; a.Count > 0 {
 			// Each within the window of the one before: the run of replies
 			// goes on, only its end moves.
-			p.lastInbound, p.lastReply = c.clock.at(a.Last), c.clock.at(a.Last)
+			p.lastInbound, p.lastReply = max(p.lastInbound, c.clock().at(a.Arrived)), max(p.lastReply, c.clock().at(a.Last))
+			p.inboundSinceReply = false
 		}
 	}
 	if b.Beats > 0 {
-		c.heartbeatOutLast = c.clock.at(b.LastBeat)
+		c.heartbeatOutLast = c.clock().at(b.LastBeat)
 	}
 	return nil
 }

@@ -34,10 +34,12 @@ func TestSteadyBeatIsTheLeadersTickAndItsMembersAnswers(t *testing.T) {
 		a := l.timers[TimerHeartbeat]
 		sent := len(l.sent)
 		nw.fire(l, a)
+		want := sb.Heartbeat
+		want.Sent = Stamp(sb.Origin, nw.now)
 		beats := 0
 		for _, out := range l.sent[sent:] {
 			if hb, ok := out.Message.(MessageHeartbeat); ok {
-				require.Equal(t, sb.Heartbeat, hb, "the tick sends the steady beat's heartbeat")
+				require.Equal(t, want, hb, "the tick sends the steady beat's heartbeat, stamped with the tick's time")
 				beats++
 			}
 		}
@@ -225,17 +227,29 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	for range rapid.IntRange(1, 30).Draw(rt, "events") {
 		at = at.Add(time.Duration(rapid.IntRange(0, int(2*sb.Window/time.Millisecond)).Draw(rt, "later ms")) * time.Millisecond)
 		if i := rapid.IntRange(-1, len(sb.Members)-1).Draw(rt, "event"); i >= 0 {
-			if at.Sub(last[i]) >= sb.Window {
+			// It answers a heartbeat sent up to a window before it arrives
+			// (not before the beat was given): its evidence.
+			lag := time.Duration(rapid.IntRange(0, int(sb.Window/time.Millisecond)).Draw(rt, "lag ms")) * time.Millisecond
+			sent := at.Add(-lag)
+			if sent.Before(from) {
+				sent = from
+			}
+			if sent.Sub(last[i]) >= sb.Window {
 				break // the shell steps this one: it may break the run of replies
 			}
 			m := sb.Members[i]
-			stepped.Step(at, m.PID, m.Ack)
+			ack := m.Ack
+			ack.Echo = Stamp(sb.Origin, sent)
+			stepped.Step(at, m.PID, ack)
 			if rd := stepped.Ready(); len(rd.Messages)+len(rd.Effects)+len(rd.Timers) > 0 || rd.HardState != nil {
 				rt.Fatalf("%s: the acknowledgement of %s at +%s did more than record the contact: %+v", sn.name, m.PID, at.Sub(from), rd)
 			}
-			last[i] = at
+			if sent.After(last[i]) {
+				last[i] = sent
+			}
 			done.Acks[i].Count++
-			done.Acks[i].Last = at
+			done.Acks[i].Last = last[i]
+			done.Acks[i].Arrived = at
 			continue
 		}
 		fresh := !at.After(sb.Until)
@@ -251,9 +265,11 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 			rd.Timers[0].Cancel || rd.Timers[0].After != stepped.cfg.HeartbeatInterval || len(rd.Messages) != len(sb.Members) {
 			rt.Fatalf("%s: the tick at +%s did more than send the steady beat: %+v", sn.name, at.Sub(from), rd)
 		}
+		want := sb.Heartbeat
+		want.Sent = Stamp(sb.Origin, at)
 		for i, out := range rd.Messages {
-			if out.To != sb.Members[i].PID || out.Message != any(sb.Heartbeat) {
-				rt.Fatalf("%s: the tick at +%s sent %+v to %s, the steady beat %+v to %s", sn.name, at.Sub(from), out.Message, out.To, sb.Heartbeat, sb.Members[i].PID)
+			if out.To != sb.Members[i].PID || out.Message != any(want) {
+				rt.Fatalf("%s: the tick at +%s sent %+v to %s, the steady beat stamped then %+v to %s", sn.name, at.Sub(from), out.Message, out.To, want, sb.Members[i].PID)
 			}
 		}
 		tick = rd.Timers[0].Timer
@@ -273,6 +289,7 @@ func checkCatchUp(rt *rapid.T, sn *simNode, sb SteadyBeat, tick Timer, from time
 	if at.After(sb.Until) {
 		return
 	}
+	again.Heartbeat.Sent = sb.Heartbeat.Sent // stamped when given
 	if !ok || again.Heartbeat != sb.Heartbeat || len(again.Members) != len(sb.Members) {
 		rt.Fatalf("%s: the steady beat did not stand after catching up: %+v (%v)", sn.name, again, ok)
 	}
@@ -335,7 +352,7 @@ func TestSteadyBeatLeavesOutAMemberCutOff(t *testing.T) {
 	for _, m := range sb.Members {
 		require.NotEqual(t, fs[0].pid, m.PID)
 	}
-	ghost := nw.now.Add(c.cfg.GhostTTL - c.peers.get(fs[0].name).silentFor(c.clock, nw.now))
+	ghost := nw.now.Add(c.cfg.GhostTTL - c.peers.get(fs[0].name).silentFor(c.clock(), nw.now))
 	require.True(t, sb.Until.Before(ghost), "the beat ends at %s, before the member is a ghost at %s", sb.Until, ghost)
 	require.False(t, sb.Until.Before(ghost.Add(-time.Millisecond)), "and not long before")
 
@@ -364,7 +381,7 @@ func TestPropertyCatchingUpNearACutOffMembersGhostTTL(t *testing.T) {
 		before := time.Duration(rapid.IntRange(0, int(3*l.core.cfg.evidenceWindow()/time.Millisecond)).Draw(rt, "ms before it is a ghost")) * time.Millisecond
 		for {
 			p := l.core.peers.get(f.name)
-			if p == nil || !l.core.view.has(f.name) || p.silentFor(l.core.clock, nw.now) >= ttl-before {
+			if p == nil || !l.core.view.has(f.name) || p.silentFor(l.core.clock(), nw.now) >= ttl-before {
 				break
 			}
 			nw.run(time.Millisecond)

@@ -46,15 +46,15 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	// learns the member answered.
 	if h.Term < c.term && !isPreVote(msg) {
 		c.drop(dropStaleTerm)
-		switch msg.(type) {
+		switch m := msg.(type) {
 		case MessageRequestVote:
-			c.sendTo(now, from, h.From, c.voteMsg(from.Node, false, false, c.term, h.View))
+			c.sendTo(now, from, h.From, c.voteMsg(from.Node, false, false, c.term, h.View, m.Sent))
 		case MessageHeartbeat:
-			c.sendTo(now, from, h.From, c.ackMsg(now))
+			c.sendTo(now, from, h.From, c.ackMsg(now, m.Sent))
 		}
 		return
 	}
-	c.observe(now, from, h, c.isReply(msg))
+	c.observe(now, from, h, c.evidenceOf(now, msg))
 	c.learnAgreed(h.View)
 	if h.Term > c.term && c.movesTerm(now, h, msg) {
 		c.setTerm(now, h.Term)
@@ -76,17 +76,36 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 	}
 }
 
-// isReply reports whether msg is evidence that this member reached its
-// sender: a vote answer, or an acknowledgement that does not say the sender
-// follows another leader.
-func (c *Core) isReply(msg any) bool {
+// evidenceOf is when msg, arrived at now, shows this member reached its
+// sender, zero when it shows nothing: a vote answer, or an acknowledgement
+// that does not say the sender follows another leader, is evidence of the
+// time this member sent what it answers (its Echo), not of its arrival. A
+// leader then counts a member as reached only as long after that send as
+// the member itself waits before it may vote anew (its election timeout
+// runs from the heartbeat's arrival, which is later), however long the
+// answer took: an answer delayed in the network cannot keep a superseded
+// leader visible (guarantees.md, quorum evidence). An echo after now was
+// not stamped by this member's clock: no evidence.
+func (c *Core) evidenceOf(now time.Time, msg any) instant {
+	var echo int64
 	switch m := msg.(type) {
 	case MessageVote:
-		return m.Term == c.term || m.PreVote
+		if m.Term != c.term && !m.PreVote {
+			return 0
+		}
+		echo = m.Echo
 	case MessageHeartbeatAck:
-		return m.Follows == (gen.PID{}) || m.Follows == c.self
+		if m.Follows != (gen.PID{}) && m.Follows != c.self {
+			return 0
+		}
+		echo = m.Echo
+	default:
+		return 0
 	}
-	return false
+	if sent := instant(echo); !sent.IsZero() && sent <= c.clock().at(now) {
+		return sent
+	}
+	return 0
 }
 
 // isPreVote reports whether msg is pre-vote traffic: a pre-vote request or
@@ -191,7 +210,7 @@ func (c *Core) sticky(now time.Time, m MessageRequestVote) bool {
 // observe records contact with the sender of a valid message: its PID,
 // liveness and evidence. Senders outside the view are remembered as peers
 // (joiners, foreign members) without joining the view.
-func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
+func (c *Core) observe(now time.Time, from gen.PID, h Header, evidence instant) {
 	p := c.peers.ensure(h.From)
 	if p.ended() != "" && p.endedPID() == from {
 		// Sent before its process ended (a down can overtake the process's
@@ -209,9 +228,10 @@ func (c *Core) observe(now time.Time, from gen.PID, h Header, reply bool) {
 	}
 	p.learnStarted(h.Started)
 	p.answered = true
-	p.lastInbound = c.clock.at(now)
-	if reply {
-		p.replied(c.clock.at(now), c.cfg.evidenceWindow())
+	p.lastInbound = c.clock().at(now)
+	p.inboundSinceReply = evidence.IsZero()
+	if !evidence.IsZero() {
+		p.replied(evidence, c.cfg.evidenceWindow())
 	}
 	p.unreachableSince = 0
 	p.clearEnded()

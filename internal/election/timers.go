@@ -60,7 +60,7 @@ func (c *Core) armElection(now time.Time) {
 // armElectionAfter arms the election timer for a chosen wait (a backoff, a
 // fast-failover delay); a heartbeat replaces it with a regular one.
 func (c *Core) armElectionAfter(now time.Time, d time.Duration) {
-	c.electionStart, c.electionWait, c.electionLazy = c.clock.at(now), d, false
+	c.electionStart, c.electionWait, c.electionLazy = c.clock().at(now), d, false
 	c.arm(TimerElection, d)
 }
 
@@ -68,7 +68,7 @@ func (c *Core) armElectionAfter(now time.Time, d time.Duration) {
 // the leader or a granted vote.
 func (c *Core) touchElection(now time.Time) {
 	if c.electionLazy && c.armed[TimerElection] {
-		c.electionStart = c.clock.at(now)
+		c.electionStart = c.clock().at(now)
 		return
 	}
 	c.armElection(now)
@@ -80,7 +80,7 @@ func (c *Core) electionDue(now time.Time) bool {
 	if !c.electionLazy {
 		return true
 	}
-	rest := c.clock.time(c.electionStart).Add(c.electionWait).Sub(now)
+	rest := c.clock().time(c.electionStart).Add(c.electionWait).Sub(now)
 	if rest <= 0 {
 		return true
 	}

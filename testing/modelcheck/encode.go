@@ -87,7 +87,8 @@ var timeType = reflect.TypeFor[time.Time]()
 // describeMessage prints a message as "RequestVote{Term:1 View:t1e1+@1n1
 // PreVote}": its type without the Message prefix, the header's term and
 // view stamp, and its other set fields, members by short name, views as
-// describeView does.
+// describeView does. Send stamps and their echoes (Sent, Echo) are left
+// out: readings of a member's clock, which the action's time says.
 func describeMessage(msg any) string {
 	v := reflect.ValueOf(msg)
 	typ := strings.TrimPrefix(v.Type().Name(), "Message")
@@ -97,7 +98,7 @@ func describeMessage(msg any) string {
 	var fields []string
 	for i := range v.NumField() {
 		f, fv := v.Type().Field(i), v.Field(i)
-		if !f.IsExported() || fv.IsZero() {
+		if !f.IsExported() || fv.IsZero() || f.Name == "Sent" || f.Name == "Echo" {
 			continue
 		}
 		switch x := fv.Interface().(type) {
