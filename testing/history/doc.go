@@ -18,7 +18,8 @@
 //   - CheckSingleLineage: then, at most one lineage ever agreed;
 //   - CheckOneLeaderAtOnce: no two visible leaders of one lineage (of any,
 //     when CheckSingleLineage's rule applies) at the same time for longer
-//     than Bounds.StepDown, whatever their terms;
+//     than Bounds.Overlap, or Bounds.StepDown when that is zero, whatever
+//     their terms;
 //   - CheckLeaderMajority: a leader won with a majority of its view;
 //   - CheckMinClusterSize: no visible leader without an agreed view of at
 //     least MinClusterSize;

@@ -171,14 +171,26 @@ type Chaos struct {
 	// its faults stand. Defaults 1s and 2s.
 	MaxGap  time.Duration
 	MaxHold time.Duration
+	// MaxDelay bounds the extra delay of a FaultDelay; default six
+	// ElectionTimeoutMax, well beyond the evidence window.
+	MaxDelay time.Duration
 	// Faults are the kinds to draw from, each as likely; default every kind
-	// chaos draws (ChaosKinds). Each targets TheLeader or a random member, as
-	// likely; see chaosPlan for how each kind is drawn.
+	// chaos draws (ChaosKinds), less FaultDelay under EvidenceContact. Each
+	// targets TheLeader or a random member, as likely; see chaosPlan for how
+	// each kind is drawn.
 	Faults []FaultKind
 }
 
 // ChaosKinds are the fault kinds Chaos draws from, all by default.
-var ChaosKinds = []FaultKind{FaultPartition, FaultIsolate, FaultBridge, FaultCrash, FaultStop, FaultRogue, FaultJoin, FaultLeave}
+//
+// Under EvidenceContact the default leaves FaultDelay out: that rule counts
+// an accepted send as contact, so a leader whose heartbeats are lost
+// one-way leads until the runtime notices the dead connection, and the
+// side of a one-way cut that still receives notices only when the other
+// side's close reaches it, after the whole delay. The leader document's
+// rule is known to lean on that detection (docs/guarantees.md, quorum
+// evidence); the default rule is the one FaultDelay tests.
+var ChaosKinds = []FaultKind{FaultPartition, FaultIsolate, FaultBridge, FaultCrash, FaultStop, FaultRogue, FaultJoin, FaultLeave, FaultDelay}
 
 // withDefaults fills the zero fields of c.
 func (c Config) withDefaults() Config {
@@ -204,8 +216,12 @@ func (c Config) withDefaults() Config {
 		def(&ch.Duration, 10*time.Second)
 		def(&ch.MaxGap, time.Second)
 		def(&ch.MaxHold, 2*time.Second)
+		def(&ch.MaxDelay, 6*c.Election.ElectionTimeoutMax)
 		if len(ch.Faults) == 0 {
 			ch.Faults = ChaosKinds
+			if c.Election.Evidence == election.EvidenceContact {
+				ch.Faults = slices.DeleteFunc(slices.Clone(ChaosKinds), func(k FaultKind) bool { return k == FaultDelay })
+			}
 		}
 		c.Chaos = &ch
 	}
@@ -253,7 +269,7 @@ func (c Config) validate() error {
 				return bad("Chaos.Faults may hold %v, got %s", ChaosKinds, k)
 			}
 		}
-		if c.Chaos.Duration < 0 || c.Chaos.MaxGap < 0 || c.Chaos.MaxHold < 0 {
+		if c.Chaos.Duration < 0 || c.Chaos.MaxGap < 0 || c.Chaos.MaxHold < 0 || c.Chaos.MaxDelay < 0 {
 			return bad("Chaos durations must not be negative")
 		}
 	}
@@ -269,11 +285,51 @@ func (c Config) validate() error {
 //
 // StepDown: a leader cut off from its quorum notices within the cut
 // detection time or one election timeout, whichever is later, plus a
-// heartbeat tick and the slowest message. Two visible leaders coexist only
-// while the older one has not noticed that a majority of its view moved to
-// a newer term, so the same bound holds for them. It is zero, which skips
-// both rules, when cuts are never detected under EvidenceContact: accepted
-// sends then count as contact forever.
+// heartbeat tick and the slowest message. It is zero, which skips the
+// step-down and overlap rules, when cuts are never detected under
+// EvidenceContact: accepted sends then count as contact forever.
+//
+// Overlap: under EvidenceReplies, two visible leaders coexist for at most
+// the evidence window W (ElectionTimeoutMin, or two heartbeat intervals
+// when heartbeats are not faster) plus one heartbeat interval H, whatever
+// the message delays: docs/guarantees.md's step-down bound, 200ms with the
+// defaults. The simulator adds no granularity (steps take no virtual time,
+// timers fire on time). Why, once a reply counts as evidence from the
+// time the message it answers was sent (the earlier of that and its
+// arrival), not from its arrival:
+//
+//  1. Let L1 lead at term t1 and L2 win term t2 > t1 at time w; L2 holds
+//     the votes of a majority of its view, each cast no later than w.
+//  2. At a heartbeat tick at T, L1 keeps leading only if a majority of its
+//     view, itself included, gave evidence within W: a reply credited at e
+//     with T - e < W. The two majorities share a member v, other than L1
+//     (which cannot vote at t2 while it leads t1): the views of a lineage
+//     change one member at a time, so their majorities intersect, as
+//     election safety relies on.
+//  3. Once v voted at t2 its term is t2 or more (durably: Config.Durable,
+//     or no restart), so every reply it sends L1 after, and its answer to
+//     a heartbeat of the stale term, carries the higher term, on which L1
+//     steps down at once. So the reply from v that keeps L1 leading was
+//     sent before v voted, and answers a message L1 sent earlier still:
+//     e < w.
+//  4. Hence every tick L1 survives comes before e + W < w + W, and the next
+//     comes at most H later (ticks come every H while it leads), so L1
+//     stops leading, visibly or not, before w + W + H, and L2 is visible
+//     only from w on: the overlap is below W + H.
+//
+// This holds with PreVote and without it. PreVote's stickiness (a member
+// that heard its leader within ElectionTimeoutMin refuses to help a
+// challenger) only delays w; without PreVote a member grants its vote at
+// once, so w may come while L1 still hears from everyone, and the bound
+// rests on L1's step-down alone, as above. It does not rest on failure
+// detection, nor on how long any message takes: a reply credited at its
+// arrival instead lets a reply delayed by D keep L1 leading up to D longer
+// (a queue that built up on its reply path, FaultDelay), and StepDown,
+// which adds the slowest message, would hide only the part of D the
+// network model declares. Under EvidenceContact an accepted send or any
+// inbound message counts at its own time, so the overlap is bounded only
+// by the failure detection that StepDown includes, and Overlap is zero
+// (the rule takes StepDown).
 //
 // Converge: twenty election timeouts for an election to settle
 // (randomised timeouts make split votes ever rarer, never impossible), plus
@@ -301,7 +357,20 @@ func (c Config) Bounds() history.Bounds {
 		notice = max(notice, n.DetectCut+slowest)
 	}
 	b.StepDown = notice + 2*e.HeartbeatInterval + slowest
+	if e.Evidence == election.EvidenceReplies {
+		b.Overlap = evidenceWindow(e) + e.HeartbeatInterval
+	}
 	return b
+}
+
+// evidenceWindow is the election's evidence window for e: how recent a
+// reply must be, on a leader's heartbeat tick, to count (ElectionTimeoutMin,
+// or two heartbeat intervals when heartbeats are not faster than that).
+func evidenceWindow(e election.Config) time.Duration {
+	if e.HeartbeatInterval >= e.ElectionTimeoutMin {
+		return 2 * e.HeartbeatInterval
+	}
+	return e.ElectionTimeoutMin
 }
 
 // LastFault is the latest time a planned or chaos fault of c can apply:
@@ -310,10 +379,17 @@ func (c Config) LastFault() time.Duration {
 	c = c.withDefaults()
 	var last time.Duration
 	for _, f := range c.Plan {
-		last = max(last, f.At+f.AwaitChange)
+		last = max(last, f.At+f.AwaitChange+f.CutAfter)
 	}
 	if c.Chaos != nil {
-		last = max(last, c.Chaos.Duration+c.Chaos.MaxHold)
+		hold := c.Chaos.MaxHold
+		if slices.Contains(c.Chaos.Faults, FaultDelay) {
+			// A delay episode is held as long as it needs (chaosPlan): a
+			// ramp of up to two delays, a cut up to a quarter delay later,
+			// one and a half delays more.
+			hold = max(hold, 4*c.Chaos.MaxDelay)
+		}
+		last = max(last, c.Chaos.Duration+hold)
 	}
 	return last
 }

@@ -14,6 +14,12 @@
 //     (two sides cut from each other, the rest reaching both: non-transitive
 //     cuts) and arbitrary cuts, each noticed after Network.DetectCut, held
 //     long enough to outlast short GhostTTLs;
+//   - one direction of a member's links delayed by an amount that grows
+//     well beyond the election timeout (FaultDelay), then the other
+//     direction cut (FaultOneWay): a leader whose replies queue up and
+//     whose heartbeats then stop getting through. The side of a one-way
+//     cut that hears nothing notices after DetectCut and closes; the side
+//     that still receives notices only when that close reaches it;
 //   - crashes and graceful stops, restarts with or without durable term,
 //     vote and view (Config.Durable), and faults that wait for a leader to
 //     propose a view change so they land while it is in flight
@@ -55,6 +61,6 @@
 // a HandleConfirmLeader that denies or a HandleBecomeLeader that fails, a
 // storage failure, the operator's Reform, in-flight messages of a dead
 // connection (a message whose sender died, or that would cross a cut, is
-// lost, as on TCP), one-way cuts, and a node whose actors die together (a
+// lost, as on TCP), and a node whose actors die together (a
 // second actor outlives a crash of the member on its node).
 package sim

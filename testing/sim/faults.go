@@ -53,6 +53,25 @@ const (
 	FaultJoin
 	// FaultLeave calls Core.Leave on Member, withdrawing Peer.
 	FaultLeave
+	// FaultDelay slows one direction of every link of Member: what every
+	// other member sends it (what it sends them, when Out), by an extra
+	// delay that grows from zero to Delay over Ramp (at once when Ramp is
+	// zero) and stays there until a heal. Messages keep their order while
+	// it grows, so a growing delay leaves no silence: acknowledgements keep
+	// coming, ever later. When CutAfter is positive, the other direction
+	// is cut (FaultOneWay, on the member this fault resolved to) CutAfter
+	// later, unless a heal came first: the reply path of a leader grows a
+	// long queue, then its heartbeats stop getting through.
+	FaultDelay
+	// FaultOneWay cuts one direction of every link of Member: what it
+	// sends (what it receives, when Out is false) is lost, in flight too,
+	// while the other direction still works. The receiving side notices
+	// after Network.DetectCut (its keepalive hears nothing) and closes the
+	// connection; the sending side, which still receives, notices only
+	// when that close reaches it over the other direction, with whatever
+	// delay that direction has. It adds to the two-way cuts and stands
+	// until a heal.
+	FaultOneWay
 )
 
 // String names the kind as the schedule shows it.
@@ -84,6 +103,10 @@ func (k FaultKind) String() string {
 		return "join"
 	case FaultLeave:
 		return "leave"
+	case FaultDelay:
+		return "delay"
+	case FaultOneWay:
+		return "one-way cut"
 	}
 	return "unknown"
 }
@@ -110,6 +133,14 @@ type Fault struct {
 	Peer   int
 	Groups [][]int
 	Pairs  [][2]int
+	// Out, Delay, Ramp and CutAfter shape a FaultDelay (Out alone a
+	// FaultOneWay): the direction of Member's links it acts on, the
+	// largest extra delay, how long the delay takes to grow to it, and when
+	// the other direction is cut.
+	Out      bool
+	Delay    time.Duration
+	Ramp     time.Duration
+	CutAfter time.Duration
 	// AwaitChange, when positive, makes the fault wait from At for a
 	// leader to propose a view change, and apply right after it (so a
 	// crash, stop or restart lands while the change is in flight), or at
@@ -126,9 +157,17 @@ func (f Fault) validate(members int) error {
 		return nil
 	}
 	switch f.Kind {
-	case FaultIsolate, FaultCrash, FaultStop, FaultRestart, FaultRogue:
+	case FaultIsolate, FaultCrash, FaultStop, FaultRestart, FaultRogue, FaultOneWay:
 		if err := member(); err != nil {
 			return err
+		}
+	case FaultDelay:
+		if err := member(); err != nil {
+			return err
+		}
+		if f.Delay <= 0 || f.Ramp < 0 || f.CutAfter < 0 {
+			return fmt.Errorf("delay of %s over %s, cut after %s: the delay must be positive, the rest not negative: %w",
+				f.Delay, f.Ramp, f.CutAfter, gen.ErrIncorrect)
 		}
 	case FaultJoin, FaultLeave:
 		if err := member(); err != nil {
@@ -178,17 +217,23 @@ func (f Fault) validate(members int) error {
 //   - join: a storm of two to four calls at once, by TheLeader or random
 //     members, of random peers (one that names its caller is skipped);
 //   - leave: a storm of two to four calls at once, by random members, of
-//     random peers, each declared again by a join after the repair.
+//     random peers, each declared again by a join after the repair;
+//   - delay: three times in four, what every other member sends the member
+//     is delayed (the other times what it sends them), growing to between
+//     half and all of MaxDelay at a slope of 2, 1, 2/3 or 1/2; three times
+//     in four the other direction is then cut, once the delay has grown
+//     and up to MaxDelay/4 later. The episode is held at least until the
+//     delay has drained one and a half times after the cut.
 func chaosPlan(r *rand.Rand, n int, ch Chaos) []Fault {
 	var plan []Fault
-	draw := func(d time.Duration) time.Duration { return time.Duration(r.Int64N(int64(d) + 1)) }
-	for at := draw(ch.MaxGap); at < ch.Duration; at += draw(ch.MaxGap) {
-		hold := ch.MaxHold/10 + draw(ch.MaxHold-ch.MaxHold/10)
+	for at := draw(r, ch.MaxGap); at < ch.Duration; at += draw(r, ch.MaxGap) {
+		hold := ch.MaxHold/10 + draw(r, ch.MaxHold-ch.MaxHold/10)
 		faults := 1 + r.IntN(2)
 		var undo []Fault
 		for range faults {
-			f, u := randomFaults(r, n, at, hold, ch.Faults[r.IntN(len(ch.Faults))])
+			f, u, need := randomFaults(r, n, at, hold, ch, ch.Faults[r.IntN(len(ch.Faults))])
 			plan, undo = append(plan, f...), append(undo, u...)
+			hold = max(hold, need)
 		}
 		at += hold
 		plan = append(plan, Fault{At: at, Kind: FaultHeal}, Fault{At: at, Kind: FaultRestartAll}, Fault{At: at, Kind: FaultEndRogues})
@@ -197,13 +242,35 @@ func chaosPlan(r *rand.Rand, n int, ch Chaos) []Fault {
 	return plan
 }
 
+// draw is a uniform duration from zero to d.
+func draw(r *rand.Rand, d time.Duration) time.Duration { return time.Duration(r.Int64N(int64(d) + 1)) }
+
 // randomFaults draws the faults of one kind for an episode at at lasting
-// hold, and what repairs them besides the episode's usual repair.
-func randomFaults(r *rand.Rand, n int, at, hold time.Duration, kind FaultKind) (faults, undo []Fault) {
+// hold, what repairs them besides the episode's usual repair, and how long
+// the episode must be held at least for them to play out (zero: hold
+// will do).
+func randomFaults(r *rand.Rand, n int, at, hold time.Duration, ch Chaos, kind FaultKind) (faults, undo []Fault, need time.Duration) {
 	member := TheLeader
 	if r.IntN(2) == 0 {
 		member = r.IntN(n)
 	}
+	switch kind {
+	case FaultDelay:
+		d := ch.MaxDelay/2 + draw(r, ch.MaxDelay/2)
+		f := Fault{At: at, Kind: kind, Member: member, Out: r.IntN(4) == 0, Delay: d, Ramp: d * time.Duration(1+r.IntN(4)) / 2}
+		need = f.Ramp + d
+		if r.IntN(4) > 0 {
+			f.CutAfter = f.Ramp + draw(r, ch.MaxDelay/4)
+			need = f.CutAfter + d + d/2
+		}
+		return []Fault{f}, nil, need
+	}
+	faults, undo = episodeFaults(r, n, at, hold, member, kind)
+	return faults, undo, 0
+}
+
+// episodeFaults draws the faults of a kind that fits any hold.
+func episodeFaults(r *rand.Rand, n int, at, hold time.Duration, member int, kind FaultKind) (faults, undo []Fault) {
 	switch kind {
 	case FaultPartition:
 		groups := make([][]int, 2+r.IntN(2))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/regent-go/regent/gen"
 	"github.com/regent-go/regent/testing/history"
@@ -118,18 +119,21 @@ func (s *Simulator) applyResolved(f Fault) (string, error) {
 				side[k] = g + 1
 			}
 		}
-		return s.network(func(a, b int) bool { return side[a] != side[b] }), nil
+		return s.network(func(a, b int) bool { return side[a] != side[b] }, nil), nil
 	case FaultBridge:
 		return s.network(func(a, b int) bool {
 			return slices.Contains(f.Groups[0], a) && slices.Contains(f.Groups[1], b) ||
 				slices.Contains(f.Groups[1], a) && slices.Contains(f.Groups[0], b)
-		}), nil
+		}, nil), nil
 	case FaultCut:
 		return s.network(func(a, b int) bool {
 			return slices.Contains(f.Pairs, [2]int{a, b}) || slices.Contains(f.Pairs, [2]int{b, a})
-		}), nil
+		}, nil), nil
 	case FaultHeal:
-		return s.network(func(int, int) bool { return false }), nil
+		s.heals++
+		s.slow = square[slowdown](n)
+		never := func(int, int) bool { return false }
+		return s.network(never, never), nil
 	case FaultRestartAll:
 		var started []string
 		for _, m := range s.members {
@@ -164,7 +168,11 @@ func (s *Simulator) applyResolved(f Fault) (string, error) {
 	m := s.members[i]
 	switch f.Kind {
 	case FaultIsolate:
-		return s.network(func(a, b int) bool { return a == i || b == i }), nil
+		return s.network(func(a, b int) bool { return a == i || b == i }, nil), nil
+	case FaultDelay:
+		return s.delay(f), nil
+	case FaultOneWay:
+		return s.cutOneWay(i, f.Out), nil
 	case FaultRestart:
 		if m.live {
 			return "", fmt.Errorf("%s is up: %w", m.name, gen.ErrNotAllowed)
@@ -267,26 +275,26 @@ func (s *Simulator) leaderOrFirst() int {
 	return -1
 }
 
-// network makes cut(a, b) the link model: every pair of members it reports
-// true for cannot reach each other. It records the change and schedules
-// the notice of every newly cut pair, and describes the result.
-func (s *Simulator) network(cut func(a, b int) bool) string {
-	detect := s.cfg.Network.DetectCut
+// network makes cut(a, b) the two-way cuts of the link model, and
+// oneway(from, to), unless nil, its one-way cuts: every pair cut reports
+// true for cannot reach each other, and what from sends to is lost when
+// oneway reports true. It records the change and restarts the failure
+// detection of every pair whose cuts changed, and describes the result.
+func (s *Simulator) network(cut, oneway func(a, b int) bool) string {
 	changed := false
 	for a := range s.members {
 		for b := a + 1; b < len(s.members); b++ {
-			is := cut(a, b)
-			if s.cut[a][b] == is {
+			is, ab, ba := cut(a, b), s.oneway[a][b], s.oneway[b][a]
+			if oneway != nil {
+				ab, ba = oneway(a, b), oneway(b, a)
+			}
+			if s.cut[a][b] == is && s.oneway[a][b] == ab && s.oneway[b][a] == ba {
 				continue
 			}
 			changed = true
 			s.cut[a][b], s.cut[b][a] = is, is
-			s.cutGen[a][b]++
-			s.cutGen[b][a] = s.cutGen[a][b]
-			s.noted[a][b], s.noted[b][a] = false, false
-			if is && detect >= 0 {
-				s.push(&item{at: s.now + detect, kind: itemDetect, to: a, peer: b, cutGen: s.cutGen[a][b]})
-			}
+			s.oneway[a][b], s.oneway[b][a] = ab, ba
+			s.relink(a, b)
 		}
 	}
 	if !changed {
@@ -313,6 +321,107 @@ func (s *Simulator) network(cut func(a, b int) bool) string {
 	return "cut " + strings.Join(parts, " ")
 }
 
+// relink restarts the failure detection of the link between a and b after
+// its cuts changed: nothing is noticed dead any more, and each cut that
+// stands now will be, after Network.DetectCut (see detect).
+func (s *Simulator) relink(a, b int) {
+	s.cutGen[a][b]++
+	s.cutGen[b][a] = s.cutGen[a][b]
+	s.noted[a][b], s.noted[b][a] = false, false
+	detect := s.cfg.Network.DetectCut
+	switch {
+	case detect < 0:
+	case s.cut[a][b]:
+		s.push(&item{at: s.now + detect, kind: itemDetect, to: a, peer: b, cutGen: s.cutGen[a][b]})
+	default:
+		for _, d := range [][2]int{{a, b}, {b, a}} {
+			if from, to := d[0], d[1]; s.oneway[from][to] {
+				s.push(&item{at: s.now + detect, kind: itemDetect, to: to, peer: from, oneWay: true, cutGen: s.cutGen[a][b]})
+			}
+		}
+	}
+}
+
+// severed reports whether a and b cannot make a round trip: cut, or cut
+// one way. The history records such a pair as cut.
+func (s *Simulator) severed(a, b int) bool { return s.cut[a][b] || s.oneway[a][b] || s.oneway[b][a] }
+
+// whole reports whether no cut, one-way cut or delay stands.
+func (s *Simulator) whole() bool {
+	for a := range s.members {
+		for b := range s.members {
+			if s.severed(a, b) || s.slow[a][b] != (slowdown{}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// slowdown is the extra delay of one direction of a link: growing from
+// zero at since to top over ramp, then staying there.
+type slowdown struct{ since, ramp, top time.Duration }
+
+// at is the extra delay of a message sent at now.
+func (d slowdown) at(now time.Duration) time.Duration {
+	if grown := now - d.since; grown < d.ramp {
+		// In microseconds, so the product stays far from overflowing.
+		return d.top / time.Microsecond * grown / d.ramp * time.Microsecond
+	}
+	return d.top
+}
+
+// links lists the directed links of member i, into it or, when out, out
+// of it, as (from, to).
+func (s *Simulator) links(i int, out bool) [][2]int {
+	var ls [][2]int
+	for j := range s.members {
+		switch {
+		case j == i:
+		case out:
+			ls = append(ls, [2]int{i, j})
+		default:
+			ls = append(ls, [2]int{j, i})
+		}
+	}
+	return ls
+}
+
+// direction names one direction of member m's links.
+func direction(m string, out bool) string {
+	if out {
+		return "what " + m + " sends"
+	}
+	return "what " + m + " receives"
+}
+
+// delay applies a FaultDelay resolved to a member, and plans its cut.
+func (s *Simulator) delay(f Fault) string {
+	m := s.members[f.Member]
+	for _, l := range s.links(f.Member, f.Out) {
+		s.slow[l[0]][l[1]] = slowdown{since: s.now, ramp: f.Ramp, top: f.Delay}
+	}
+	what := fmt.Sprintf("delay %s by up to %s, growing over %s", direction(m.name, f.Out), f.Delay, f.Ramp)
+	if f.CutAfter > 0 {
+		cut := Fault{At: s.now + f.CutAfter, Kind: FaultOneWay, Member: f.Member, Out: !f.Out}
+		s.push(&item{at: cut.At, kind: itemFault, fault: cut, unlessHealed: true, heals: s.heals})
+		what += fmt.Sprintf(", then cut %s at %s", direction(m.name, !f.Out), cut.At)
+	}
+	return what
+}
+
+// cutOneWay applies a FaultOneWay resolved to member i.
+func (s *Simulator) cutOneWay(i int, out bool) string {
+	lost := map[[2]int]bool{}
+	for _, l := range s.links(i, out) {
+		lost[l] = true
+	}
+	what := s.network(func(a, b int) bool { return s.cut[a][b] }, func(from, to int) bool {
+		return s.oneway[from][to] || lost[[2]int{from, to}]
+	})
+	return fmt.Sprintf("one-way cut of %s: %s", direction(s.members[i].name, out), what)
+}
+
 // shape describes the link model: every cut pair by name, and the groups
 // of members that reach each other when the cuts are a partition (members
 // that can talk form groups whose members all reach each other); groups is
@@ -327,7 +436,7 @@ func (s *Simulator) shape() (groups [][]string, pairs [][2]string) {
 	transitive := true
 	for a := range n {
 		for b := a + 1; b < n; b++ {
-			if s.cut[a][b] {
+			if s.severed(a, b) {
 				pairs = append(pairs, [2]string{s.members[a].name, s.members[b].name})
 			}
 		}
@@ -337,7 +446,7 @@ func (s *Simulator) shape() (groups [][]string, pairs [][2]string) {
 		group[a] = len(first)
 		first = append(first, a)
 		for b := a + 1; b < n; b++ {
-			if !s.cut[a][b] {
+			if !s.severed(a, b) {
 				transitive = transitive && group[b] < 0
 				group[b] = group[a]
 			}
@@ -345,7 +454,7 @@ func (s *Simulator) shape() (groups [][]string, pairs [][2]string) {
 	}
 	for a := range n {
 		for b := a + 1; b < n; b++ {
-			transitive = transitive && (group[a] == group[b]) != s.cut[a][b]
+			transitive = transitive && (group[a] == group[b]) != s.severed(a, b)
 		}
 	}
 	if !transitive {
@@ -375,7 +484,7 @@ func (s *Simulator) down(m *member, graceful bool) {
 			continue
 		}
 		at, why := s.now+m.downNotice+n.Latency, reason
-		if s.cut[p.node][m.node] {
+		if s.severed(p.node, m.node) {
 			if n.DetectCut < 0 {
 				continue
 			}

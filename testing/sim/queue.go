@@ -41,11 +41,19 @@ type item struct {
 
 	peer   int
 	cutGen uint64
+	// oneWay marks the notice of a one-way cut from peer to to; closing,
+	// its notice by the side that still receives (to being that side).
+	oneWay  bool
+	closing bool
 
 	fault Fault
 	// await, when not zero, marks the deadline of a fault that awaits a
 	// view change under that id.
 	await uint64
+	// unlessHealed marks a fault that applies only if the count of heals
+	// is still heals (the cut a FaultDelay plans).
+	unlessHealed bool
+	heals        uint64
 }
 
 // queue is a min-heap of items by (at, seq).

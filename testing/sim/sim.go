@@ -44,9 +44,14 @@ type Simulator struct {
 	byNode  map[gen.Atom]int // node name → member index
 	rogueOn map[int]*member  // member index → the second actor on its node
 
-	cut    [][]bool   // per pair of nodes: they cannot reach each other
-	cutGen [][]uint64 // per pair, bumped whenever the pair is cut or rejoined
-	noted  [][]bool   // per pair, whether the current cut has been noticed
+	cut    [][]bool     // per pair of nodes: they cannot reach each other
+	oneway [][]bool     // per (from, to): what from sends to is lost
+	slow   [][]slowdown // per (from, to): the delay FaultDelay adds
+	cutGen [][]uint64   // per pair, bumped whenever the pair's cuts change
+	noted  [][]bool     // per (by, of): by noticed its connection to of died
+	// heals counts the heals so far: the cut a FaultDelay plans applies
+	// only if none came in between.
+	heals uint64
 
 	// awaiting are the faults waiting for a view change (Fault.AwaitChange)
 	// by id; changed is set when a leader proposed one since the last step,
@@ -119,6 +124,8 @@ func New(cfg Config) (*Simulator, error) {
 		byNode:   map[gen.Atom]int{},
 		rogueOn:  map[int]*member{},
 		cut:      square[bool](n),
+		oneway:   square[bool](n),
+		slow:     square[slowdown](n),
 		cutGen:   square[uint64](n),
 		noted:    square[bool](n),
 		awaiting: map[uint64]Fault{},
@@ -140,7 +147,7 @@ func New(cfg Config) (*Simulator, error) {
 	}
 	for _, f := range sortPlan(plan) {
 		s.push(&item{at: f.At, kind: itemFault, fault: f})
-		s.lastFault = max(s.lastFault, f.At+f.AwaitChange)
+		s.lastFault = max(s.lastFault, f.At+f.AwaitChange+f.CutAfter)
 	}
 	for _, m := range s.members {
 		if err := s.start(m); err != nil {
@@ -217,10 +224,8 @@ func (s *Simulator) Settled() bool {
 	if leader == nil {
 		return false
 	}
-	for a := range s.members {
-		if slices.Contains(s.cut[a], true) {
-			return false
-		}
+	if !s.whole() {
+		return false
 	}
 	v, _ := leader.core.View()
 	for _, m := range s.members {
@@ -335,6 +340,10 @@ func (s *Simulator) planned(it *item) {
 		delete(s.awaiting, it.await)
 		f.AwaitChange = 0
 		s.applyPlanned(f, fmt.Sprintf("no view change within %s", it.fault.AwaitChange))
+		return
+	case it.unlessHealed && it.heals != s.heals:
+		s.skipped++
+		s.sched.Entries = append(s.sched.Entries, Entry{At: s.now, What: fmt.Sprintf("skipped %s of %s: a heal came first", f.Kind, s.members[f.Member].name), Fault: f})
 		return
 	case f.AwaitChange > 0:
 		s.awaitSeq++
@@ -623,6 +632,7 @@ func (s *Simulator) send(m *member, out election.Outbound) {
 		if n.Reorder > 0 && s.net.Float64() < n.Reorder {
 			delay += time.Duration(s.net.Int64N(int64(n.ReorderDelay) + 1))
 		}
+		delay += s.slow[m.node][i].at(s.now)
 		s.push(&item{at: s.now + delay, kind: itemDeliver, to: i, from: m.pid, target: out.To, toName: out.ToName, msg: out.Message})
 	}
 }
@@ -643,7 +653,7 @@ func (s *Simulator) deliver(it *item) {
 	sent := from != nil && from.pid == it.from && (from.live || from.stopped)
 	switch {
 	case !sent, to == nil || !to.live,
-		it.target != (gen.PID{}) && it.target != to.pid, s.cut[from.node][to.node]:
+		it.target != (gen.PID{}) && it.target != to.pid, s.cut[from.node][to.node], s.oneway[from.node][to.node]:
 		s.mix(0)
 		return
 	}
@@ -674,20 +684,46 @@ func (s *Simulator) peerDown(it *item) {
 	s.drain(m)
 }
 
-// detect notices a cut between two nodes, if it still stands: sends across
-// it fail from now on, and each side's monitors of the other fire with
+// detect notices a cut that still stands. A two-way cut is noticed by both
+// sides; a one-way cut from peer to to (it.oneWay) first by to, the side
+// that hears nothing any more, which closes the connection, and then
+// (it.closing) by peer, when that close reaches it over the direction that
+// still works, delayed as anything sent on it. From then on that side's
+// sends across it fail and its monitors of the other side fire with
 // gen.ErrNoConnection.
 func (s *Simulator) detect(it *item) {
 	a, b := it.to, it.peer
-	if !s.cut[a][b] || s.cutGen[a][b] != it.cutGen {
+	if s.cutGen[a][b] != it.cutGen {
 		return
 	}
-	s.noted[a][b], s.noted[b][a] = true, true
+	switch {
+	case it.closing:
+		if s.oneway[a][b] && !s.oneway[b][a] {
+			s.notice(a, b)
+		}
+	case it.oneWay:
+		if !s.oneway[b][a] {
+			return
+		}
+		s.notice(a, b)
+		if !s.oneway[a][b] {
+			close := s.cfg.Network.Latency + s.slow[a][b].at(s.now)
+			s.push(&item{at: s.now + close, kind: itemDetect, to: b, peer: a, oneWay: true, closing: true, cutGen: it.cutGen})
+		}
+	case s.cut[a][b]:
+		s.notice(a, b)
+		s.notice(b, a)
+	}
+}
+
+// notice makes node by see its connection to node of dead.
+func (s *Simulator) notice(by, of int) {
+	s.noted[by][of] = true
+	other := s.members[of].id.Node
 	for _, m := range slices.Clone(s.actors) {
-		if !m.live || (m.node != a && m.node != b) {
+		if !m.live || m.node != by {
 			continue
 		}
-		other := s.members[a+b-m.node].id.Node
 		for _, pid := range slices.Clone(m.monitors) {
 			if pid.Node == other {
 				s.peerDown(&item{to: m.index, life: m.life, pid: pid, reason: gen.ErrNoConnection})
