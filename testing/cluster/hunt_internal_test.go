@@ -48,11 +48,16 @@ func startSlowAckCluster(t *testing.T) *Cluster {
 	return c
 }
 
-// A leader whose acknowledgements arrive late (a one-way delay into its
-// node) and whose heartbeats stop reaching its followers: the followers
-// elect another leader after an election timeout, while the old one keeps
-// counting the acknowledgements still in flight as evidence.
-func TestHuntDelayedAcksKeepASupersededLeader(t *testing.T) {
+// Quorum evidence over real TCP: a leader whose acknowledgements arrive
+// ever later (a one-way delay into its node) and whose heartbeats then stop
+// reaching its followers. The followers elect another leader after an
+// election timeout; the old one must not count the acknowledgements still
+// in flight as fresh evidence (it did, before replies were credited at
+// their heartbeat's send time: two visible leaders for the whole delay).
+// The deterministic simulator checks the same (testing/sim, delay_test.go);
+// this one runs under REGENT_HUNT_SOAK, as real timing on a loaded machine
+// is no test of a bound.
+func TestDelayedAcknowledgementsCannotKeepASupersededLeaderOverTCP(t *testing.T) {
 	c := startSlowAckCluster(t)
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("REGENT_HUNT_VERBOSE") != "" {
@@ -266,23 +271,23 @@ func TestHuntManyClustersUnderFaults(t *testing.T) {
 	e.check(t, history.Bounds{StepDown: c.cfg.Bounds.StepDown})
 }
 
-// A leader whose acknowledgements arrive a second late keeps its place
-// without coalescing; inspecting it (which wakes it) must not cost it
-// leadership either.
-func TestHuntInspectingALeaderWithSlowAcks(t *testing.T) {
+// Quorum evidence's cost, the same with coalescing on or off
+// (REGENT_HUNT_NOCOAL): a leader whose acknowledgements come a second late
+// cannot show an answered round trip within the evidence window, so it
+// steps down, and the cluster settles on a member whose round trips fit,
+// inspections (which wake the leader) or not.
+func TestALeaderWhoseAcknowledgementsComeLateStepsDownAndAnotherLeads(t *testing.T) {
 	c := startSlowAckCluster(t)
 	l, err := c.WaitLeader(30 * time.Second)
 	require.NoError(t, err)
-	since := c.now()
 	rampDelay(c, l, time.Second)
-	time.Sleep(2 * time.Second)
+	var now []int
+	require.Eventually(t, func() bool {
+		now = c.Leaders() // inspects every member
+		return len(now) == 1 && now[0] != l
+	}, 30*time.Second, 100*time.Millisecond, "leaders %v, the slow one %d", now, l)
 	for k := 0; k < 5; k++ {
-		require.Equal(t, []int{l}, c.Leaders(), "inspection %d", k)
 		time.Sleep(time.Second)
-	}
-	for _, ev := range c.hist.Events() {
-		if ev.Kind == history.KindState && ev.Member == c.cfg.label(l) && ev.At > since {
-			require.Equal(t, "leader", ev.Role, "the leader stepped down: %s", c.History())
-		}
+		require.Equal(t, now, c.Leaders(), "the new leader stays, inspection %d", k)
 	}
 }
