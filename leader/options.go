@@ -25,8 +25,9 @@ type Evidence = election.Evidence
 
 const (
 	// EvidenceReplies (the default) counts a peer as reached only when a reply
-	// from it (a heartbeat acknowledgement or a vote answer) arrived within the
-	// window, so a half-open link cannot keep a stale leader.
+	// from it (a heartbeat acknowledgement or a vote answer) answers what the
+	// leader sent within the window, however late the reply arrived, so
+	// neither a half-open link nor a slow one can keep a stale leader.
 	EvidenceReplies = election.EvidenceReplies
 	// EvidenceContact is the leader document's rule: an accepted send or any
 	// inbound protocol message within one election timeout.

@@ -15,8 +15,9 @@ type Evidence int
 
 const (
 	// EvidenceReplies (the default) counts only replies (vote answers and
-	// heartbeat acknowledgements), so a leader whose sends vanish into a dead
-	// connection still steps down.
+	// heartbeat acknowledgements), each as of the time what it answers was
+	// sent (evidenceOf), so a leader whose sends vanish into a dead
+	// connection, or whose replies come ever later, still steps down.
 	EvidenceReplies Evidence = iota
 	// EvidenceContact is the leader document's rule: an accepted send to the
 	// member or any inbound protocol message from it.
