@@ -159,7 +159,10 @@ func (a *Actor) publishBeat(now time.Time) {
 		held = prev.beat.Members
 	}
 	sb, ok := a.core.SteadyBeat(now, held)
-	if !ok {
+	if !ok || !sb.Origin.Equal(gridEpoch) {
+		// The coalescer stamps and reads its heartbeats on gridEpoch's
+		// clock (stampOf, evidenceAt): a core counting from another
+		// origin beats for itself.
 		return
 	}
 	self := a.PID()
