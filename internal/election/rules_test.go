@@ -431,21 +431,11 @@ func TestAnswersEchoTheStampOfWhatTheyAnswer(t *testing.T) {
 	nw, l := settledLeader(t, 3, 47, nil)
 	f := nw.other(l)
 	f.core.Step(nw.now, l.pid, MessageHeartbeat{Header: l.core.hdr(l.core.term), Committed: l.core.committed, Sent: 12345})
-	acks := 0
-	for _, out := range f.core.Ready().Messages {
-		if a, ok := out.Message.(MessageHeartbeatAck); ok {
-			assert.Equal(t, int64(12345), a.Echo)
-			acks++
-		}
-	}
-	assert.Equal(t, 1, acks)
+	acks := messagesOf[MessageHeartbeatAck](f.core.Ready())
+	require.Len(t, acks, 1)
+	assert.Equal(t, int64(12345), acks[0].Message.(MessageHeartbeatAck).Echo)
 	f.core.Step(nw.now, l.pid, MessageRequestVote{Header: l.core.hdr(l.core.term + 1), PreVote: true, Sent: 678})
-	votes := 0
-	for _, out := range f.core.Ready().Messages {
-		if v, ok := out.Message.(MessageVote); ok {
-			assert.Equal(t, int64(678), v.Echo)
-			votes++
-		}
-	}
-	assert.Equal(t, 1, votes)
+	votes := messagesOf[MessageVote](f.core.Ready())
+	require.Len(t, votes, 1)
+	assert.Equal(t, int64(678), votes[0].Message.(MessageVote).Echo)
 }
