@@ -275,3 +275,50 @@ func TestABeatPublishedInTakenListsCountsAfresh(t *testing.T) {
 	ib.publishBeat(&beat, slices.Clone(ahead.lastAck)) // published again, nothing taken since
 	assert.NotSame(t, &counting[0], &ib.lead.ahead.Acks[0], "the lists the coalescer counted in are not reused")
 }
+
+// Quorum evidence under beating ahead: an acknowledgement taken for a steady
+// leader counts as of the heartbeat it echoes, not of its arrival: one that
+// echoes an old heartbeat, however fresh its arrival, moves the member's
+// evidence nowhere, and one that echoes nothing is not taken.
+func TestATakenAcknowledgementIsEvidenceOfTheHeartbeatItEchoes(t *testing.T) {
+	given := time.Now()
+	c, leader, ib, members := beatingLeader(t, given)
+	sent, arrived := given.Add(5*time.Millisecond), given.Add(120*time.Millisecond)
+	ack := members[0].Ack
+	ack.Echo = stampOf(sinceEpoch(sent))
+	require.True(t, c.hold(leader, members[0].PID, arrived, &ack))
+	_, _, ahead := ib.take()
+	assert.Equal(t, []election.TakenAcks{{Count: 1, Last: gridEpoch.Add(sinceEpoch(sent)), Arrived: arrived}, {}}, ahead.Acks,
+		"evidence of the heartbeat's send time, arrival kept apart")
+
+	c, leader, ib, members = beatingLeader(t, given)
+	stale := members[0].Ack
+	stale.Echo = stampOf(sinceEpoch(given.Add(-200 * time.Millisecond)))
+	require.True(t, c.hold(leader, members[0].PID, given.Add(time.Millisecond), &stale))
+	_, _, ahead = ib.take()
+	assert.Equal(t, gridEpoch.Add(sinceEpoch(given)), ahead.Acks[0].Last, "an old heartbeat's echo moves the evidence nowhere, however fresh its arrival")
+
+	c, leader, ib, members = beatingLeader(t, given)
+	none := members[0].Ack
+	require.True(t, c.hold(leader, members[0].PID, given.Add(time.Millisecond), &none))
+	held, _, ahead := ib.take()
+	assert.Zero(t, ahead.Acks[0].Count, "an acknowledgement echoing nothing is no evidence")
+	require.Len(t, held, 1)
+}
+
+// A follower's coalescer answering a heartbeat ahead echoes that
+// heartbeat's stamp, as the member's core would.
+func TestAnAnswerAheadEchoesTheHeartbeatItAnswers(t *testing.T) {
+	node := &stalledNode{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c, leaderPID, beat := runningCoalescer(t, node)
+	follower := gen.PID{Node: "n@h", ID: 2, Creation: 1}
+	ib := &inbox{}
+	c.addInbox(follower, ib)
+	ib.publish(&steadyReply{SteadyAnswer: election.SteadyAnswer{Leader: leaderPID, Heartbeat: steadyOf(beat), Timeout: time.Second}, linger: time.Hour})
+	beat.Sent = 987654321
+	require.True(t, c.answer(follower, leaderPID, time.Now(), &beat))
+	b, ok := c.take(leaderPID.Node)
+	require.True(t, ok)
+	require.Len(t, b.Acks, 1)
+	assert.Equal(t, int64(987654321), b.Acks[0].Message.Echo)
+}
