@@ -283,11 +283,15 @@ func (c Config) validate() error {
 
 // Bounds are the limits of the timed invariants for a run of c.
 //
-// StepDown: a leader cut off from its quorum notices within the cut
-// detection time or one election timeout, whichever is later, plus a
-// heartbeat tick and the slowest message. It is zero, which skips the
-// step-down and overlap rules, when cuts are never detected under
-// EvidenceContact: accepted sends then count as contact forever.
+// StepDown: under EvidenceReplies, a leader cut off from its quorum
+// notices within one election timeout (its evidence window) plus a
+// heartbeat tick of the cut, however slow its messages: a reply counts as
+// of the send time of what it answers, which came before the cut (one more
+// heartbeat is the rule's slack). Under EvidenceContact it notices within
+// the cut detection time or one election timeout, whichever is later, plus
+// a heartbeat tick and the slowest message, and StepDown is zero, which
+// skips the step-down and overlap rules, when cuts are never detected:
+// accepted sends then count as contact forever.
 //
 // Overlap: under EvidenceReplies, two visible leaders coexist for at most
 // the evidence window W (ElectionTimeoutMin, or two heartbeat intervals
@@ -358,6 +362,7 @@ func (c Config) Bounds() history.Bounds {
 	}
 	b.StepDown = notice + 2*e.HeartbeatInterval + slowest
 	if e.Evidence == election.EvidenceReplies {
+		b.StepDown = notice + 2*e.HeartbeatInterval
 		b.Overlap = evidenceWindow(e) + e.HeartbeatInterval
 	}
 	return b
