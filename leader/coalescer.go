@@ -79,11 +79,13 @@ import (
 //     its inbox its steady beat (election.Core.SteadyBeat), and withdraws
 //     it, under the inbox's lock, before it steps anything else. While it
 //     stands, the leader's heartbeat timer sends each tick's heartbeats to
-//     the outboxes itself (timers.go, rule 7) and the coalescer takes each
-//     member's expected acknowledgement (counting it and keeping the last
-//     arrival), under the beat's two rules: an acknowledgement within the
-//     window of the member's one before, a tick while every member replied
-//     within the window and before the beat's end. Anything else is handed
+//     the outboxes itself (timers.go, rule 7), each stamped with its tick's
+//     time, and the coalescer takes each member's expected acknowledgement
+//     (counting it and keeping its evidence, the send time it echoes, and
+//     the last arrival), under the beat's two rules: an acknowledgement
+//     whose evidence is within the window of the member's last, a tick
+//     while every member's evidence is within the window and before the
+//     beat's end. Anything else is handed
 //     to the leader as rules 3 and 4 say, and stops the beat. The leader
 //     catches up on what was done (election.Core.CatchUp) first thing on its
 //     next wake-up, before what its inbox holds; a steady leader wakes for

@@ -37,13 +37,15 @@ import (
 //     a coalesced one would be, at each beat, and it is named in every
 //     PairAck until its leave arrives.
 //  3. Each PairAck for tick k is every bound slot's acknowledgement of
-//     tick k, arriving when the PairAck arrives: a slot is covered from the
+//     tick k, arriving when the PairAck arrives and evidence of when the
+//     beat of tick k was sent (its Sent, which the PairAck echoes; every
+//     window below is judged on that evidence): a slot is covered from the
 //     PairAck that names it bound (the one for its join's tick) on, until
 //     one names it refused; a slot whose join's PairAck does not name it
 //     bound is never covered, and its leader is unpaired. The leader node
 //     credits it to each slot covered, under the
-//     rules of rule 7: within the window of the pair's previous PairAck
-//     (the member's last reply for a slot's first), else the leaders of the
+//     rules of rule 7: within the window of the pair's previous PairAck's
+//     evidence (the member's last reply's for a slot's first), else the leaders of the
 //     slots it covers are unpaired and it is held for them as a coalesced
 //     acknowledgement.
 //  4. At each grid instant the pair beats tick, after the node's leader
