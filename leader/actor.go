@@ -211,7 +211,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.monitored = make(pidSet, 0, len(options.Bootstrap))
 	a.options.minClusterSize = cfg.MinClusterSize
 	if options.SameHost != "" {
-		if a.more().sameHost, err = openSameHost(options.SameHost, cfg.HeartbeatInterval); err != nil {
+		if a.more().sameHost, err = openSameHost(options.SameHost, options.ClusterID, cfg.HeartbeatInterval); err != nil {
 			a.teardown()
 			return err
 		}

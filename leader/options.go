@@ -103,7 +103,8 @@ type Options struct {
 	ConfirmInterval int
 
 	// SameHost, when set, is the path of this cluster's same-host cell (an
-	// mmfcell file; one per cluster per host, created if missing). Of the
+	// mmfcell file; one per cluster per host, created if missing, and bound
+	// to the ClusterID: Init fails for a path another cluster uses). Of the
 	// members of the cluster on this host, only the OS process holding the
 	// cell (the lowest live PID) starts elections; the others vote, follow
 	// and take heartbeats as usual. Votes and quorum are unchanged, so safety

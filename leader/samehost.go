@@ -1,7 +1,9 @@
 package leader
 
 import (
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"time"
 
@@ -28,12 +30,27 @@ type sameHostTick struct{}
 // before another member takes the cell over; a dead holder is replaced at once.
 const sameHostGrace = mmfcell.DefaultGraceEpochs
 
-func openSameHost(path string, period time.Duration) (*sameHost, error) {
-	cell, err := mmfcell.Create(path)
+// openSameHost opens the cell at path for the cluster clusterID, bound to
+// it (sameHostOwner): a path another cluster of the host uses is refused,
+// as its holder would hold both clusters' cells and the other cluster's
+// members on the host would never start an election.
+func openSameHost(path, clusterID string, period time.Duration) (*sameHost, error) {
+	cell, err := mmfcell.Create(path, mmfcell.WithOwner(sameHostOwner(clusterID)))
+	if errors.Is(err, mmfcell.ErrOtherOwner) {
+		return nil, fmt.Errorf("leader: same-host cell %s serves another cluster than %q; give each cluster its own path on a host: %w", path, clusterID, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("leader: same-host cell: %w", err)
 	}
 	return &sameHost{cell: cell, pid: uint32(os.Getpid()), period: period}, nil
+}
+
+// sameHostOwner is the owner key of clusterID's same-host cells: a hash of
+// the ID, never zero (mmfcell.WithOwner).
+func sameHostOwner(clusterID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte("regent/leader cluster " + clusterID))
+	return max(h.Sum64(), 1)
 }
 
 // tick claims or beats the cell and reports whether this process holds it.

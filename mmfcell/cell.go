@@ -29,11 +29,16 @@ const (
 	offEpoch    = 24
 	offIdentity = 32
 	offAdvance  = 40
+	offOwner    = 48
 )
 
 // ErrBadFile is wrapped by every refusal of a file that is not a valid cell:
 // wrong size, wrong magic or an unsupported version. It wraps gen.ErrMalformed.
 var ErrBadFile = fmt.Errorf("mmfcell: not a valid cell file: %w", gen.ErrMalformed)
+
+// ErrOtherOwner is returned by Create and Open given WithOwner for a cell
+// already bound to another owner. It wraps gen.ErrIncorrect.
+var ErrOtherOwner = fmt.Errorf("mmfcell: cell is bound to another owner: %w", gen.ErrIncorrect)
 
 // ErrClosed is returned by Close on a cell that is already closed. It wraps
 // gen.ErrNotAllowed.
@@ -64,6 +69,16 @@ type Option func(*config)
 type config struct {
 	probe Probe
 	mode  fs.FileMode
+	owner uint64
+}
+
+// WithOwner binds the cell to owner, a key of what it serves (the leader
+// package uses a hash of the cluster's ID): a cell bound to no owner is
+// bound to it, and one bound to another owner is refused with an error
+// wrapping ErrOtherOwner, so two users of one path on a host are told
+// instead of sharing one holder. Zero binds nothing and checks nothing.
+func WithOwner(owner uint64) Option {
+	return func(c *config) { c.owner = owner }
 }
 
 // WithProbe replaces the liveness and identity check (SystemProbe by
@@ -123,6 +138,10 @@ func mapFile(f *os.File, path string, cfg config, create bool) (*Cell, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if owner := word(mem, offOwner); cfg.owner != 0 && !owner.CompareAndSwap(0, cfg.owner) && owner.Load() != cfg.owner {
+		err := fmt.Errorf("%w: %s is bound to owner %#x, not %#x", ErrOtherOwner, path, owner.Load(), cfg.owner)
+		return nil, errors.Join(err, munmap(mem, path))
 	}
 	self := uint32(os.Getpid())
 	return &Cell{

@@ -184,3 +184,31 @@ func TestBadFilesAreRefused(t *testing.T) {
 		assert.Equal(t, valid, raw)
 	})
 }
+
+// WithOwner binds a cell to its first owner and refuses another; opening
+// without an owner, or with the same one, is always allowed.
+func TestWithOwnerBindsTheCellToItsFirstOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cell")
+	first, err := Create(path, WithOwner(7))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, first.Close()) }()
+	same, err := Open(path, WithOwner(7))
+	require.NoError(t, err)
+	require.NoError(t, same.Close())
+	plain, err := Open(path)
+	require.NoError(t, err, "no owner named: nothing checked")
+	require.NoError(t, plain.Close())
+	_, err = Create(path, WithOwner(8))
+	require.ErrorIs(t, err, ErrOtherOwner)
+	require.ErrorIs(t, err, gen.ErrIncorrect)
+
+	unbound := filepath.Join(t.TempDir(), "unbound")
+	c, err := Create(unbound)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	c, err = Open(unbound, WithOwner(9))
+	require.NoError(t, err, "a cell bound to none is bound to the first owner named")
+	require.NoError(t, c.Close())
+	_, err = Open(unbound, WithOwner(10))
+	require.ErrorIs(t, err, ErrOtherOwner)
+}

@@ -29,7 +29,9 @@
 //	                              (0 = unknown)
 //	bytes 40..47  last epoch advance, uint64: Unix nanoseconds of the last
 //	              advance made by AdvanceEpoch
-//	bytes 48..63  reserved, zero
+//	bytes 48..55  owner, uint64: what the cell serves (WithOwner), set by
+//	              the first Create or Open that names one; 0 = none yet
+//	bytes 56..63  reserved, zero
 //
 // # Memory ordering
 //
