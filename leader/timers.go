@@ -76,16 +76,12 @@ func sinceEpoch(t time.Time) time.Duration { return t.Sub(gridEpoch) }
 // MessageHeartbeat.Sent, PairBeat.Sent.
 func stampOf(at time.Duration) int64 { return election.Stamp(gridEpoch, gridEpoch.Add(at)) }
 
-// evidenceAt is when an answer that echoes stamp and arrived at arrived,
-// both on the shell's clock, shows its sender heard this node: when what it
-// answers was sent (election.Core's evidenceOf). It reports false for no
-// stamp, or one after the arrival, which this process's clock did not make.
+// evidenceAt is when an answer that echoes stamp and arrived at arrived
+// shows its sender heard this node, on the shell's clock, as the members'
+// cores judge it (election.EvidenceAt); false when it shows nothing.
 func evidenceAt(stamp int64, arrived time.Duration) (time.Duration, bool) {
-	if stamp == 0 {
-		return 0, false
-	}
-	sent := sinceEpoch(election.StampTime(gridEpoch, stamp))
-	return sent, sent <= arrived
+	sent, ok := election.EvidenceAt(gridEpoch, stamp, gridEpoch.Add(arrived))
+	return sinceEpoch(sent), ok
 }
 
 // onGrid returns how long from now until the last instant gridEpoch +

@@ -46,6 +46,27 @@ func Stamp(origin, t time.Time) int64 { return int64(clock{origin}.at(t)) }
 // origin; the zero time for a zero s.
 func StampTime(origin time.Time, s int64) time.Time { return clock{origin}.time(instant(s)) }
 
+// evidence is the instant a reply that echoes the stamp echo and arrived at
+// arrived shows its sender heard this member: when what it answers was
+// sent. Zero for no stamp, or one after the arrival, which this member's
+// clock did not make.
+func evidence(echo int64, arrived instant) instant {
+	if sent := instant(echo); !sent.IsZero() && sent <= arrived {
+		return sent
+	}
+	return 0
+}
+
+// EvidenceAt is the evidence rule (Core's evidenceOf) for a shell that takes
+// replies for members whose clocks count from origin: the time a reply
+// echoing echo and arrived at arrived counts from, and false when it
+// counts for nothing.
+func EvidenceAt(origin time.Time, echo int64, arrived time.Time) (time.Time, bool) {
+	k := clock{origin}
+	at := evidence(echo, k.at(arrived))
+	return k.time(at), !at.IsZero()
+}
+
 // at is t as an instant; zero for a zero t.
 func (k clock) at(t time.Time) instant {
 	if t.IsZero() {

@@ -84,8 +84,7 @@ func (c *Core) step(now time.Time, from gen.PID, msg any) {
 // the member itself waits before it may vote anew (its election timeout
 // runs from the heartbeat's arrival, which is later), however long the
 // answer took: an answer delayed in the network cannot keep a superseded
-// leader visible (guarantees.md, quorum evidence). An echo after now was
-// not stamped by this member's clock: no evidence.
+// leader visible (guarantees.md, quorum evidence).
 func (c *Core) evidenceOf(now time.Time, msg any) instant {
 	var echo int64
 	switch m := msg.(type) {
@@ -102,10 +101,7 @@ func (c *Core) evidenceOf(now time.Time, msg any) instant {
 	default:
 		return 0
 	}
-	if sent := instant(echo); !sent.IsZero() && sent <= c.clock().at(now) {
-		return sent
-	}
-	return 0
+	return evidence(echo, c.clock().at(now))
 }
 
 // isPreVote reports whether msg is pre-vote traffic: a pre-vote request or
