@@ -9,8 +9,16 @@ import (
 	"github.com/regent-go/regent/internal/election"
 )
 
-// IsLeader reports whether this actor holds published leadership.
-func (a *Actor) IsLeader() bool { return a.core != nil && a.core.IsLeader() }
+// IsLeader reports whether this actor holds published leadership and
+// still has, at this instant, the evidence of a majority behind it that
+// its next heartbeat tick will check. It turns false as soon as that
+// evidence lapses, before the actor steps down: a handler that ran longer
+// than the evidence window, during which the other members may have
+// elected someone else, sees false once it goes on, and
+// HandleBecomeFollower follows when the actor next steps. It errs towards
+// false: acknowledgements that arrived while a handler ran count only
+// once it returns.
+func (a *Actor) IsLeader() bool { return a.core != nil && a.core.LeadsAt(time.Now()) }
 
 // Leader returns the PID of the leader this actor recognises (its own when it
 // leads), zero when none.
@@ -31,10 +39,10 @@ func (a *Actor) Term() uint64 {
 
 // FencingToken returns a token that strictly increases with every change of
 // leadership in the cluster (the term of this leadership), zero when this
-// actor does not lead. Carry it with every irreversible action and let the
+// actor does not lead (as IsLeader says). Carry it with every irreversible action and let the
 // resource reject a token older than one it has seen.
 func (a *Actor) FencingToken() uint64 {
-	if a.core == nil {
+	if !a.IsLeader() {
 		return 0
 	}
 	return a.core.FencingToken()

@@ -112,12 +112,30 @@ func (m *member) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error)
 	return nil, gen.ErrUnsupported
 }
 
-// HandleMessage records broadcast payloads so tests can count deliveries.
+// HandleMessage records broadcast payloads so tests can count deliveries,
+// and runs a blockFor: a handler of the user's that takes long.
 func (m *member) HandleMessage(from gen.PID, message any) error {
+	if b, ok := message.(blockFor); ok {
+		<-b.release
+		b.seen <- leadership{isLeader: m.IsLeader(), token: m.FencingToken()}
+		return nil
+	}
 	if s, ok := message.(string); ok {
 		m.events.add("%s got %s", m.Node().Name(), s)
 	}
 	return nil
+}
+
+// blockFor keeps the member's handler busy until release closes, then
+// reports what the member's API says of its leadership.
+type blockFor struct {
+	release chan struct{}
+	seen    chan leadership
+}
+
+type leadership struct {
+	isLeader bool
+	token    uint64
 }
 
 type broadcastRequest struct{ message any }

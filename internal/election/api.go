@@ -305,6 +305,17 @@ func (c *Core) Leader() gen.PID {
 // IsLeader reports whether this member holds published leadership.
 func (c *Core) IsLeader() bool { return c.visibleRole() == RoleLeader }
 
+// LeadsAt reports whether this member holds published leadership and, at
+// now, still has the quorum evidence its heartbeat tick checks. A leader
+// steps down only at a tick, and only once it is stepped: between the
+// instant its evidence lapses and that step (its process busy, say),
+// another member may already have been elected, so code about to act as
+// leader asks this rather than IsLeader. Acknowledgements not yet stepped
+// do not count, so it errs towards false.
+func (c *Core) LeadsAt(now time.Time) bool {
+	return c.IsLeader() && c.quorumReached(now)
+}
+
 // IsProtocolLeader reports whether this member leads the election, visibly
 // or not.
 func (c *Core) IsProtocolLeader() bool { return c.role == RoleLeader }

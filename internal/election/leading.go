@@ -242,13 +242,7 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		return
 	}
 	c.tidyPeers(now)
-	reached := 1
-	for _, m := range c.view.Members {
-		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock().at(now), c.cfg.evidenceWindow()) {
-			reached++
-		}
-	}
-	if !quorum.Reached(reached, c.view.size()) {
+	if !c.quorumReached(now) {
 		c.stats.quorumLost++
 		c.becomeFollower(now, gen.PID{})
 		return
@@ -271,6 +265,19 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		return
 	}
 	c.sendHeartbeats(now)
+}
+
+// quorumReached reports whether, at now, this leader reached a majority of
+// its view, itself included, within the evidence window (peer.reached):
+// the check of every heartbeat tick.
+func (c *Core) quorumReached(now time.Time) bool {
+	reached := 1
+	for _, m := range c.view.Members {
+		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock().at(now), c.cfg.evidenceWindow()) {
+			reached++
+		}
+	}
+	return quorum.Reached(reached, c.view.size())
 }
 
 // publishable reports whether this leader's leadership may be shown to the

@@ -271,6 +271,32 @@ func TestLeaderWithoutQuorumEvidenceStepsDown(t *testing.T) {
 	assert.Equal(t, uint64(1), h.c.Status(h.now).QuorumLostStepDowns)
 }
 
+// "A leader holds leadership only with a majority behind it" at every
+// instant, not only at its ticks: LeadsAt turns false the moment the
+// evidence lapses, while the core, its tick not yet stepped (its process
+// busy, say), still leads. What a user asks before acting (Actor.IsLeader)
+// is LeadsAt.
+func TestLeadsAtEndsTheMomentTheEvidenceLapsesNotAtTheTick(t *testing.T) {
+	h := newAgreed(t, 2, nil)
+	term := h.lead(2)
+	h.fire(TimerHeartbeat)
+	h.ack(2, term)
+	reached := h.now // the send time of the heartbeat the majority answered
+	window := h.c.cfg.evidenceWindow()
+	require.True(t, h.c.LeadsAt(reached))
+	require.True(t, h.c.LeadsAt(reached.Add(window-time.Nanosecond)))
+	require.False(t, h.c.LeadsAt(reached.Add(window)), "leadership outlived the evidence of a majority")
+	require.True(t, h.c.IsLeader(), "the core steps down at its tick, not before")
+
+	h.fire(TimerHeartbeat) // a tick within the window renews nothing without answers
+	require.False(t, h.c.LeadsAt(reached.Add(window)))
+	h.ack(2, term)
+	require.True(t, h.c.LeadsAt(reached.Add(window)), "a newer answer renews it")
+
+	follower := newAgreed(t, 2, nil)
+	require.False(t, follower.c.LeadsAt(follower.now), "a member that does not lead never does")
+}
+
 // "Vote requests do go to everyone declared" — in a regular election, to
 // every member of the view; before any view, to every declared peer.
 func TestVoteRequestsGoToTheWholeView(t *testing.T) {

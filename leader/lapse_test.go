@@ -1,0 +1,69 @@
+package leader_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/regent-go/regent/leader"
+)
+
+// A handler of the user's that runs long keeps the actor from stepping
+// down, and from sending heartbeats: the other members elect another
+// leader meanwhile. What the API says once the handler goes on must be
+// that this member no longer leads, even before it has stepped down, or
+// the handler would act beside the new leader.
+func TestALeaderBusyPastItsEvidenceWindowNoLongerReportsLeadership(t *testing.T) {
+	for _, coalescing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalescing %v", coalescing), func(t *testing.T) {
+			c := newCluster(t, 3, func(int) leader.Options {
+				return leader.Options{ClusterID: "lapse", DisableHeartbeatCoalescing: !coalescing}
+			})
+			old, _ := c.waitOneLeader(all(3))
+			before := c.inspect(old, "ergo:fencing_token")["ergo:fencing_token"]
+			require.NotEmpty(t, before)
+
+			b := blockFor{release: make(chan struct{}), seen: make(chan leadership, 1)}
+			require.NoError(t, c.nodes[old].Send(c.pids[old], b))
+			// The others elect one of them while the old leader's handler
+			// is busy: it neither beats nor steps down meanwhile.
+			others := without(all(3), old)
+			c.waitOneLeader(others)
+			close(b.release)
+			got := <-b.seen
+			require.False(t, got.isLeader, "IsLeader reported leadership the cluster had moved away from")
+			require.Zero(t, got.token, "FencingToken gave the superseded leadership's token")
+
+			// It then steps down and follows, as it would have.
+			c.waitOneLeader(all(3))
+		})
+	}
+}
+
+// The other side of the rule: a leader that slept through many ticks (its
+// beats sent ahead, or paired, with coalescing) and wakes for its user's
+// message has caught up on its members' acknowledgements before the
+// handler runs, and reports the leadership it holds.
+func TestASteadyLeaderWokenByItsUserReportsItsLeadership(t *testing.T) {
+	for _, coalescing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalescing %v", coalescing), func(t *testing.T) {
+			c := newCluster(t, 3, func(int) leader.Options {
+				return leader.Options{ClusterID: "steady", DisableHeartbeatCoalescing: !coalescing}
+			})
+			l, _ := c.waitOneLeader(all(3))
+			for range 3 {
+				// Long enough for many ticks, with nothing waking the leader
+				// under coalescing; nothing here depends on how long.
+				time.Sleep(700 * time.Millisecond)
+				got, err := c.nodes[l].Call(c.pids[l], "leader?")
+				require.NoError(t, err)
+				require.Equal(t, true, got, "a leader woken by its user reported no leadership")
+				api, err := c.nodes[l].Call(c.pids[l], apiRequest{})
+				require.NoError(t, err)
+				require.NotZero(t, api.(apiResult).token)
+			}
+		})
+	}
+}
