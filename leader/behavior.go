@@ -28,7 +28,9 @@ type ActorBehavior interface {
 
 	// HandleConfirmLeader runs after this node won an election and before its
 	// leadership is published. false or an error withholds leadership, and
-	// the node re-campaigns after a backoff that grows with each denial.
+	// the node re-campaigns after a backoff that grows with each denial. It
+	// runs on the actor's goroutine: answer from local state. A true that
+	// comes after the evidence of a majority lapsed publishes nothing.
 	HandleConfirmLeader() (bool, error)
 	// HandleBecomeLeader starts the singleton work. An error rolls the
 	// transition back and terminates the actor with that error.

@@ -2,6 +2,7 @@ package leader_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,4 +67,38 @@ func TestASteadyLeaderWokenByItsUserReportsItsLeadership(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A HandleConfirmLeader that ran long (an external authority slow to
+// answer), while the others elected someone else, publishes nothing:
+// HandleBecomeLeader does not run for the leadership it confirmed.
+func TestAConfirmationThatRanPastTheEvidenceWindowStartsNoLeaderWork(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	type blockedAt struct {
+		member int
+		term   uint64
+	}
+	blocked := make(chan blockedAt, 1)
+	c := newCluster(t, 3, func(int) leader.Options { return leader.Options{ClusterID: "slowconfirm"} }, func(i int, m *member) {
+		m.confirm = func() (bool, error) {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				blocked <- blockedAt{member: i, term: m.Term()}
+				<-release
+			}
+			return true, nil
+		}
+		m.onLead = func() error {
+			m.events.add("%s leads term %d", m.Node().Name(), m.Term())
+			return nil
+		}
+	})
+	slow := <-blocked
+	c.waitOneLeader(without(all(3), slow.member))
+	close(release)
+	c.waitOneLeader(all(3))
+	require.Zero(t, c.events.count(fmt.Sprintf("%s leads term %d", c.nodes[slow.member].Name(), slow.term)),
+		"HandleBecomeLeader ran for a leadership the cluster had moved away from")
 }

@@ -324,6 +324,15 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 	}
 	c.lead.awaitingConfirm = false
 	if granted && err == nil {
+		if !c.quorumReached(now) {
+			// The confirmation took longer than the evidence of a majority
+			// lasted, and no tick could step down meanwhile: the others may
+			// have elected someone else. Publishing now would start the
+			// user's leader work beside them; the tick would step down.
+			c.stats.quorumLost++
+			c.becomeFollower(now, gen.PID{})
+			return
+		}
 		if c.rare != nil {
 			c.rare.denials = 0
 		}

@@ -195,6 +195,40 @@ func TestConfirmLeaderGatesLeadership(t *testing.T) {
 	}
 }
 
+// "HandleConfirmLeader runs after this node won an election and before its
+// leadership is published": a confirmation that took longer than the
+// evidence of a majority lasted publishes nothing, and the member steps down
+// as its next tick would, for the others may have elected someone else
+// meanwhile. HandleBecomeLeader must not start leader work beside them.
+func TestAConfirmationThatOutlastsTheEvidencePublishesNothing(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		h := newAgreed(t, 2, nil)
+		window := h.c.cfg.evidenceWindow()
+		h.confirm = func(uint64) (bool, error) {
+			if slow {
+				h.advance(window) // the callback ran that long
+			} else {
+				h.advance(window - time.Millisecond)
+			}
+			return true, nil
+		}
+		term := h.campaign()
+		h.grant(2, term)
+		h.ack(2, term)
+		rd := h.take()
+		require.Len(t, effectsIn(rd, EffectConfirm), 1)
+		if !slow {
+			assert.Len(t, effectsIn(rd, EffectBecomeLeader), 1, "a confirmation within the window publishes")
+			assert.Equal(t, RoleLeader, h.c.Role())
+			continue
+		}
+		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published a leadership whose evidence had lapsed")
+		assert.Equal(t, RoleFollower, h.c.Role())
+		assert.Equal(t, uint64(1), h.c.Status(h.now).QuorumLostStepDowns)
+		assert.Zero(t, h.c.Status(h.now).ConfirmDenied, "not a denial: no backoff")
+	}
+}
+
 // "Returning an error rolls the transition back: the actor steps down again."
 func TestBecomeLeaderErrorRollsBack(t *testing.T) {
 	h := newAgreed(t, 2, nil)
