@@ -21,12 +21,18 @@ import (
 func (a *Actor) IsLeader() bool { return a.core != nil && a.core.LeadsAt(time.Now()) }
 
 // Leader returns the PID of the leader this actor recognises (its own when it
-// leads), zero when none.
+// leads), zero when none. A leader whose evidence lapsed (IsLeader is
+// false) recognises none rather than itself: code that forwards requests to
+// the leader must not forward them to a member that will not act on them.
 func (a *Actor) Leader() gen.PID {
 	if a.core == nil {
 		return gen.PID{}
 	}
-	return a.core.Leader()
+	l := a.core.Leader()
+	if l == a.PID() && !a.IsLeader() {
+		return gen.PID{}
+	}
+	return l
 }
 
 // Term returns the current term.

@@ -117,7 +117,7 @@ func (m *member) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error)
 func (m *member) HandleMessage(from gen.PID, message any) error {
 	if b, ok := message.(blockFor); ok {
 		<-b.release
-		b.seen <- leadership{isLeader: m.IsLeader(), token: m.FencingToken()}
+		b.seen <- leadership{isLeader: m.IsLeader(), token: m.FencingToken(), leader: m.Leader()}
 		return nil
 	}
 	if s, ok := message.(string); ok {
@@ -136,6 +136,7 @@ type blockFor struct {
 type leadership struct {
 	isLeader bool
 	token    uint64
+	leader   gen.PID
 }
 
 type broadcastRequest struct{ message any }

@@ -36,6 +36,7 @@ func TestALeaderBusyPastItsEvidenceWindowNoLongerReportsLeadership(t *testing.T)
 			got := <-b.seen
 			require.False(t, got.isLeader, "IsLeader reported leadership the cluster had moved away from")
 			require.Zero(t, got.token, "FencingToken gave the superseded leadership's token")
+			require.NotEqual(t, c.pids[old], got.leader, "Leader named the member itself: a request forwarded there would not be acted on")
 
 			// It then steps down and follows, as it would have.
 			c.waitOneLeader(all(3))
