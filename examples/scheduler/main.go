@@ -56,8 +56,13 @@ func (c *coordinator) HandleMessage(from gen.PID, message any) error {
 		if !c.running || m.generation != c.generation {
 			return nil // the run that scheduled this tick has ended
 		}
-		c.ticks++
-		c.journal.add(c.Node().Name(), "tick", c.Term(), fmt.Sprintf("work #%d, fencing token %d", c.ticks, c.FencingToken()))
+		// Check right before acting: the token is 0 once this member can no
+		// longer be sure it leads (its evidence of a majority lapsed, say
+		// while a handler ran long), before HandleBecomeFollower stops the run.
+		if token := c.FencingToken(); token != 0 {
+			c.ticks++
+			c.journal.add(c.Node().Name(), "tick", c.Term(), fmt.Sprintf("work #%d, fencing token %d", c.ticks, token))
+		}
 		_, err := c.SendAfter(c.PID(), messageTick{generation: c.generation}, c.every)
 		return err
 	}
