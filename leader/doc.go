@@ -37,9 +37,11 @@
 //     outside, use JoinPeer, LeavePeer, StepDownLeader, TransferLeadershipTo
 //     (local), and ReadMember, Members, InspectCluster and MessageSubscribe
 //     (from any node).
-//  7. Carry FencingToken with every irreversible action and let the resource
-//     refuse an older one: an election alone cannot stop a superseded leader
-//     that learns late.
+//  7. Read FencingToken right before each irreversible action, carry it, and
+//     let the resource refuse an older one. It (like IsLeader) turns 0 the
+//     moment this member can no longer be sure it leads, even before it
+//     steps down; that narrows the window, the resource closes it: an
+//     election alone cannot stop a superseded leader that learns late.
 //
 // What is not guaranteed: one cluster per deployment when MinClusterSize is
 // at or below half the members (groups that never heard of each other form
