@@ -23,7 +23,11 @@ const (
 	// lineage, when RuleSingleLineage applies) never coexist for longer
 	// than Bounds.Overlap (Bounds.StepDown when that is zero), whatever
 	// their terms.
-	RuleOneLeaderAtOnce  = "no two visible leaders at once beyond the step-down bound"
+	RuleOneLeaderAtOnce = "no two visible leaders at once beyond the step-down bound"
+	// RuleLeaseOverlap: two lives of one lineage (of any lineage, when
+	// RuleSingleLineage applies) at different terms never both hold a lease
+	// (History.Leases: their cores' LeadsAt) for longer than Bounds.Lease.
+	RuleLeaseOverlap     = "no two leases of one lineage at different terms at once beyond the lease bound"
 	RuleLeaderMajority   = "a leader was granted its role by a majority of its view"
 	RuleMinClusterSize   = "no visible leader without an agreed view of at least MinClusterSize"
 	RuleTermMonotonic    = "terms never decrease within a life"
@@ -87,6 +91,11 @@ type Bounds struct {
 	// tightly than the step-down of a leader cut off (the simulator does,
 	// without the message delays) says so here.
 	Overlap time.Duration
+	// Lease, when set, bounds how long two lives of one lineage at
+	// different terms may both hold a lease (History.Leases), the leadership a
+	// user acts on: tighter than Overlap, as a lease lapses with its
+	// evidence at once where the visible role waits for the next tick.
+	Lease time.Duration
 }
 
 // CheckAll checks every rule and returns every violation, in rule order.
@@ -102,6 +111,9 @@ func CheckAll(h *History, b Bounds) []Violation {
 	out = append(out, singleVote(events)...)
 	if overlap := cmp.Or(b.Overlap, b.StepDown); overlap > 0 {
 		out = append(out, oneLeaderAtOnce(events, c, h.End(), overlap)...)
+	}
+	if b.Lease > 0 {
+		out = append(out, leaseOverlap(events, h.Leases(), c, b.Lease)...)
 	}
 	if b.StepDown > 0 {
 		out = append(out, isolatedStepDown(events, h.End(), b.StepDown)...)
@@ -151,6 +163,25 @@ func CheckSingleLineage(h *History) error {
 func CheckOneLeaderAtOnce(h *History, bound time.Duration) error {
 	events := h.Events()
 	return first(oneLeaderAtOnce(events, censusOf(events), h.End(), bound))
+}
+
+// CheckLeaseOverlap fails when two lives of one lineage (of any lineage,
+// when CheckSingleLineage's rule applies) at different terms both held a
+// lease (History.Leases) for longer than bound.
+func CheckLeaseOverlap(h *History, bound time.Duration) error {
+	events := h.Events()
+	return first(leaseOverlap(events, h.Leases(), censusOf(events), bound))
+}
+
+// MaxLeaseOverlap is the longest time two lives that CheckLeaseOverlap
+// compares both held a lease, zero when no two ever did.
+func MaxLeaseOverlap(h *History) time.Duration {
+	events := h.Events()
+	var longest time.Duration
+	for _, o := range leaseOverlaps(h.Leases(), censusOf(events)) {
+		longest = max(longest, o.both)
+	}
+	return longest
 }
 
 // CheckLeaderMajority fails when a member became leader (protocol leader,
@@ -469,6 +500,43 @@ func oneLeaderAtOnce(events []Event, c census, end, bound time.Duration) []Viola
 		}
 		return out
 	})
+}
+
+// overlap is two leases held at once, and for how long.
+type overlap struct {
+	first, second Lease
+	both          time.Duration
+}
+
+// leaseOverlaps lists every two leases of different lives and terms, of one
+// lineage (any, when c.strict), held at once for some time.
+func leaseOverlaps(ls []Lease, c census) []overlap {
+	var out []overlap
+	for i, a := range ls {
+		for _, b := range ls[i+1:] {
+			if b.From >= a.Until {
+				break // ls is sorted by From
+			}
+			if (a.Member == b.Member && a.Life == b.Life) || a.Term == b.Term || (a.Lineage != b.Lineage && !c.strict) {
+				continue
+			}
+			out = append(out, overlap{a, b, min(a.Until, b.Until) - b.From})
+		}
+	}
+	return out
+}
+
+func leaseOverlap(events []Event, ls []Lease, c census, bound time.Duration) []Violation {
+	var out []Violation
+	for _, o := range leaseOverlaps(ls, c) {
+		if o.both > bound {
+			// The context is the history around the second lease's start.
+			i, _ := slices.BinarySearchFunc(events, o.second.From, func(e Event, at time.Duration) int { return cmp.Compare(e.At, at) })
+			out = append(out, violation(events, RuleLeaseOverlap, i, o.second.From+bound,
+				"leases %s and %s held at once for %s (bound %s)", o.first, o.second, o.both, bound))
+		}
+	}
+	return out
 }
 
 func isolatedStepDown(events []Event, end, bound time.Duration) []Violation {

@@ -492,3 +492,57 @@ func TestIsolatedStepDownOverCutPairs(t *testing.T) {
 		require.NoError(t, CheckIsolatedStepDown(h, 200*ms), "no longer once br started on b's side at 200ms")
 	})
 }
+
+func TestLeaseOverlap(t *testing.T) {
+	// record builds a history from lease records and ends it at end.
+	record := func(end time.Duration, ls ...Lease) *History {
+		h := New()
+		for _, l := range ls {
+			h.RecordLease(l)
+		}
+		h.Finish(end)
+		return h
+	}
+	lease := func(member string, term uint64, from, until time.Duration) Lease {
+		return Lease{Member: member, Life: 1, Term: term, Lineage: "1@a", From: from, Until: until}
+	}
+	t.Run("two leases of one lineage at different terms held at once beyond the bound are a violation", func(t *testing.T) {
+		h := record(time.Second, lease("a", 1, 0, 100*ms), lease("a", 1, 80*ms, 180*ms), lease("c", 2, 120*ms, Forever))
+		v := requireViolation(t, CheckLeaseOverlap(h, 50*ms), RuleLeaseOverlap)
+		assert.Equal(t, 170*ms, v.At)
+		assert.Contains(t, v.Detail, "a#1 (term 1, lineage 1@a) from 0s until 180ms and c#1 (term 2, lineage 1@a) from 120ms until 1s held at once for 60ms")
+		assert.Equal(t, 60*ms, MaxLeaseOverlap(h), "a renewal before the lease lapsed extends it")
+		require.NoError(t, CheckLeaseOverlap(h, 60*ms))
+	})
+	t.Run("a lease renewed after it lapsed is a new one: the gap is not held", func(t *testing.T) {
+		h := record(time.Second, lease("a", 1, 0, 100*ms), lease("a", 1, 150*ms, 250*ms), lease("c", 2, 120*ms, 200*ms))
+		assert.Equal(t, 50*ms, MaxLeaseOverlap(h))
+	})
+	t.Run("a record of no lease ends the lease there", func(t *testing.T) {
+		h := record(time.Second, lease("a", 1, 0, 300*ms), lease("a", 1, 100*ms, 100*ms), lease("c", 2, 100*ms, 400*ms))
+		assert.Zero(t, MaxLeaseOverlap(h))
+	})
+	t.Run("leases at one term or of two lineages are not compared", func(t *testing.T) {
+		other := lease("d", 2, 0, time.Second)
+		other.Lineage = "1@d"
+		h := record(time.Second, lease("a", 1, 0, time.Second), lease("c", 1, 0, time.Second), other)
+		assert.Zero(t, MaxLeaseOverlap(h))
+	})
+	t.Run("a life leading again at a higher term ends its first lease there", func(t *testing.T) {
+		h := record(time.Second, lease("a", 1, 0, time.Second), lease("a", 3, 500*ms, time.Second))
+		assert.Zero(t, MaxLeaseOverlap(h))
+		assert.Equal(t, []Lease{lease("a", 1, 0, 500*ms), lease("a", 3, 500*ms, time.Second)}, h.Leases())
+	})
+	t.Run("leases of two lineages are compared when two clusters cannot exist", func(t *testing.T) {
+		h := record(time.Second, lease("a", 1, 0, time.Second))
+		h.Append(viewed(state(0, "a", RoleLeader, 1, "a"), "1@a", true, five...))
+		other := lease("d", 2, 500*ms, time.Second)
+		other.Lineage = "1@d"
+		h.RecordLease(other)
+		assert.Equal(t, 500*ms, MaxLeaseOverlap(h))
+	})
+	t.Run("a lease only a step can end is held until the end of observation", func(t *testing.T) {
+		h := record(700*ms, lease("a", 1, 0, Forever), lease("c", 2, 600*ms, Forever))
+		assert.Equal(t, 100*ms, MaxLeaseOverlap(h))
+	})
+}

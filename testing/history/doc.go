@@ -20,6 +20,9 @@
 //     when CheckSingleLineage's rule applies) at the same time for longer
 //     than Bounds.Overlap, or Bounds.StepDown when that is zero, whatever
 //     their terms;
+//   - CheckLeaseOverlap: no two leases (History.RecordLease: when a
+//     member's LeadsAt holds, the leadership a user acts on) of one lineage
+//     at different terms held at once for longer than Bounds.Lease;
 //   - CheckLeaderMajority: a leader won with a majority of its view;
 //   - CheckMinClusterSize: no visible leader without an agreed view of at
 //     least MinClusterSize;

@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -211,16 +212,96 @@ func (e Event) String() string {
 	return b.String()
 }
 
+// Lease is a stretch of time in which a member's core reported leading by
+// LeadsAt (election.Core.LeadsAt: the visible role, with the evidence of a
+// majority at that instant), the leadership a user acts on. A recorder
+// that can say when it ends records it (History.RecordLease), for the
+// lease rule (Bounds.Lease).
+type Lease struct {
+	Member string
+	Life   int
+	// Node is as in Event: set for a second actor on another member's node.
+	Node    string
+	Term    uint64
+	Lineage string
+	// From and Until bound the lease, Until excluded; Forever when nothing
+	// but a step of the member ends it (a view of one).
+	From, Until time.Duration
+}
+
+// Forever is the Until of a lease that only a step of its member can end.
+const Forever = time.Duration(math.MaxInt64)
+
+// String formats the lease for a violation's detail.
+func (l Lease) String() string {
+	until := l.Until.String()
+	if l.Until == Forever {
+		until = "a step"
+	}
+	return fmt.Sprintf("%s#%d (term %d, lineage %s) from %s until %s", l.Member, l.Life, l.Term, l.Lineage, l.From, until)
+}
+
 // History is an ordered record of Events. It is safe for concurrent use, so
 // the observers of several members may append to one History.
 type History struct {
-	mu     sync.Mutex // guards events and end
+	mu     sync.Mutex // guards events, end and leases
 	events []Event
 	end    time.Duration
+	// leases are the recorded leases in the order they began; last holds
+	// the index of each life's latest one. Leases are kept apart from the
+	// events: a leader's lease changes with about every heartbeat round,
+	// and the event rules have no use for them.
+	leases []Lease
+	last   map[life]int
 }
 
 // New returns an empty History.
 func New() *History { return &History{} }
+
+// RecordLease records what a member's LeadsAt says after a step at l.From:
+// that it holds until l.Until with no further input, or, when l.Until is
+// not after l.From, that it does not hold. That replaces what the life's
+// latest lease said from l.From on: the lease is extended when it had not
+// lapsed by then and keeps its term and lineage, and otherwise ends at
+// l.From, at the latest, and a new one begins. A recorder records each
+// change, and a lease that ends with its member's life (no lease then).
+func (h *History) RecordLease(l Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil {
+		h.last = map[life]int{}
+	}
+	who := life{l.Member, l.Life}
+	if i, ok := h.last[who]; ok {
+		prev := &h.leases[i]
+		if l.Until > l.From && prev.Until >= l.From && prev.Term == l.Term && prev.Lineage == l.Lineage {
+			prev.Until = l.Until
+			return
+		}
+		prev.Until = min(prev.Until, l.From)
+		delete(h.last, who)
+	}
+	if l.Until > l.From {
+		h.last[who] = len(h.leases)
+		h.leases = append(h.leases, l)
+	}
+}
+
+// Leases returns the recorded leases, sorted stably by From, each an
+// unbroken stretch; one that had not ended by the end of observation
+// (End) ends there.
+func (h *History) Leases() []Lease {
+	end := h.End()
+	h.mu.Lock()
+	out := slices.Clone(h.leases)
+	h.mu.Unlock()
+	for i := range out {
+		out[i].Until = min(out[i].Until, end)
+	}
+	out = slices.DeleteFunc(out, func(l Lease) bool { return l.Until <= l.From })
+	slices.SortStableFunc(out, func(a, b Lease) int { return cmp.Compare(a.From, b.From) })
+	return out
+}
 
 // Append records e.
 func (h *History) Append(e Event) {

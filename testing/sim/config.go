@@ -335,6 +335,25 @@ func (c Config) validate() error {
 // by the failure detection that StepDown includes, and Overlap is zero
 // (the rule takes StepDown).
 //
+// Lease: under EvidenceReplies, two members of one lineage at different
+// terms hold a lease (Core.LeadsAt, what leader.Actor's IsLeader and
+// FencingToken answer: the visible role and, at that instant, the
+// evidence a tick checks) at once for at most W, without the H of
+// Overlap. Let L1 be the member at the lower term t1 and L2 win t2 at w,
+// and let LeadsAt of L1 hold at T. Step 2 applies at T as at a tick: a
+// majority of L1's view gave evidence e with T - e < W, and shares a
+// member v with L2's majority. By step 3 the reply of v credited at e was
+// sent before v voted at t2, and e is no later than when L1 sent what it
+// answers, which v received before it replied: e <= w (e < w when that
+// message took any time), so T < w + W. L2 holds a lease only while visible, from w on, so the two overlap
+// within [w, w + W). This does not depend on which led first: a lease of
+// L1 taken after w still needs evidence from before w. The H of Overlap
+// is only the wait for the tick at which a visible role ends; a lease
+// ends with its evidence. The simulator records each member's lease after
+// every step (History.RecordLease; Simulator.leaseEnd), since it ends as
+// time passes with no event. Under EvidenceContact Lease is zero, as
+// Overlap is.
+//
 // Converge: twenty election timeouts for an election to settle
 // (randomised timeouts make split votes ever rarer, never impossible), plus
 // what re-admitting members takes once they are back: a member withdrawn by
@@ -364,6 +383,7 @@ func (c Config) Bounds() history.Bounds {
 	if e.Evidence == election.EvidenceReplies {
 		b.StepDown = notice + 2*e.HeartbeatInterval
 		b.Overlap = evidenceWindow(e) + e.HeartbeatInterval
+		b.Lease = evidenceWindow(e)
 	}
 	return b
 }

@@ -479,6 +479,7 @@ func (s *Simulator) down(m *member, graceful bool) {
 		kind, reason = history.KindStop, gen.TerminateReasonShutdown
 	}
 	s.hist.Append(history.Event{At: s.now, Kind: kind, Member: m.name, Life: m.life, Node: m.host})
+	s.recordLease(m)
 	for _, p := range s.actors {
 		if !p.live {
 			continue

@@ -69,6 +69,9 @@ type Simulator struct {
 	skipped int
 	steps   uint64
 	digest  uint64
+	// handovers counts the MessageTimeoutNow delivered: a leader handing
+	// over (a preferred member, a stop).
+	handovers int
 }
 
 // member is one simulated actor, a member or a second actor on a member's
@@ -93,6 +96,8 @@ type member struct {
 	stored     election.HardState                    // durable storage
 	monitors   []gen.PID                             // PIDs this life monitors, in order
 	last       snapshot                              // what the history last recorded of this life
+	lease      leaseState                            // the lease the history last recorded of this life
+	sentAt     []time.Duration                       // the distinct instants this life sent at, within an evidence window (leaseEnd)
 	lastVote   election.HardState
 }
 
@@ -460,6 +465,8 @@ func (s *Simulator) start(m *member) error {
 	m.armed = map[election.TimerKind]election.Timer{}
 	m.monitors = nil
 	m.last = snapshot{}
+	m.lease = leaseState{}
+	m.sentAt = m.sentAt[:0]
 	m.lastVote = election.HardState{}
 	hs := election.HardState{}
 	if s.cfg.Durable {
@@ -547,6 +554,7 @@ func (s *Simulator) drain(m *member) {
 		}
 	}
 	s.recordState(m, viewChanged)
+	s.recordLease(m)
 }
 
 // noteChange marks a view change a leader proposed (a member added or
@@ -616,6 +624,10 @@ func (s *Simulator) send(m *member, out election.Outbound) {
 		m.core.SendFailed(s.clock(), node, fmt.Errorf("sim: send from %s to %s: %w", m.name, s.members[i].name, gen.ErrNoConnection))
 		return
 	}
+	if k := len(m.sentAt); k == 0 || m.sentAt[k-1] != s.now {
+		w := evidenceWindow(s.cfg.Election)
+		m.sentAt = append(slices.DeleteFunc(m.sentAt, func(t time.Duration) bool { return t+w <= s.now }), s.now)
+	}
 	n := s.cfg.Network
 	if s.net.Float64() < n.Loss {
 		return
@@ -658,6 +670,9 @@ func (s *Simulator) deliver(it *item) {
 		return
 	}
 	s.mix(1, uint64(from.index))
+	if _, ok := it.msg.(election.MessageTimeoutNow); ok {
+		s.handovers++
+	}
 	to.core.Step(s.clock(), it.from, it.msg)
 	s.drain(to)
 }
@@ -779,6 +794,79 @@ func (s *Simulator) recordState(m *member, viewChanged bool) {
 		e.VotesGranted = c.VotesGranted()
 	}
 	s.hist.Append(e)
+}
+
+// leaseState is a lease as recorded: zero when the actor does not lead.
+type leaseState struct {
+	until   time.Duration
+	term    uint64
+	lineage election.Lineage
+}
+
+// recordLease records m's lease in the history when it changed: until
+// when, with no further input, its core's LeadsAt holds; none once m is
+// down. Only under EvidenceReplies, the rule Bounds.Lease applies to.
+func (s *Simulator) recordLease(m *member) {
+	if s.cfg.Election.Evidence != election.EvidenceReplies {
+		return
+	}
+	var now leaseState
+	if until, ok := s.leaseEnd(m); ok && m.live {
+		v, _ := m.core.View()
+		now = leaseState{until: until, term: m.core.Term(), lineage: v.Stamp.Lineage}
+	}
+	if now == m.lease {
+		return
+	}
+	m.lease = now
+	l := history.Lease{Member: m.name, Life: m.life, Node: m.host, From: s.now, Until: s.now}
+	if now != (leaseState{}) {
+		l.Until, l.Term, l.Lineage = now.until, now.term, now.lineage.String()
+	}
+	s.hist.RecordLease(l)
+}
+
+// leaseEnd is the first time from now at which m's LeadsAt is false with
+// no further input, history.Forever when it stays true (a view of one);
+// ok is false when it is false now. LeadsAt can only turn false as time
+// passes between steps, and does so within the evidence window W, since
+// every reply it counts was credited by now. It turns false W after the
+// evidence of some reply, which is when m sent what the reply answers: the
+// first of those instants (m.sentAt) plus W at which it is false, checked
+// to be false just there and true just before, is the end. A search over
+// (now, now + W] finds it otherwise.
+func (s *Simulator) leaseEnd(m *member) (until time.Duration, ok bool) {
+	at := func(t time.Duration) bool { return m.core.LeadsAt(epoch.Add(t)) }
+	ends := func(t time.Duration) bool { return t > s.now && !at(t) && at(t-1) }
+	if prev := m.lease.until; prev != history.Forever && ends(prev) {
+		return prev, true // most steps of a leader leave its lease as it was
+	}
+	if !at(s.now) {
+		return 0, false
+	}
+	w := evidenceWindow(s.cfg.Election)
+	// m.sentAt holds only instants within W of its last send (send).
+	if i, _ := slices.BinarySearchFunc(m.sentAt, true, func(t time.Duration, _ bool) int {
+		if at(t + w) {
+			return -1
+		}
+		return 1
+	}); i < len(m.sentAt) && ends(m.sentAt[i]+w) {
+		return m.sentAt[i] + w, true
+	}
+	lo, hi := s.now, s.now+w // at(lo) holds; at(hi) does not, unless it never ends
+	if at(hi) {
+		return history.Forever, true
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if at(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, true
 }
 
 // recordVote appends a vote to the history when hs records a new one.

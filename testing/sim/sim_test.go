@@ -171,6 +171,9 @@ func TestInvariantsHoldUnderChaos(t *testing.T) {
 		applied = map[string]int{}
 		skipped = map[string]int{}
 		shapes  = map[string]int{}
+		leases  = map[string][]time.Duration{}
+		worst   = map[string]uint64{} // the run whose overlap was the largest share of its bound
+		shares  = map[string]float64{}
 	)
 	start := time.Now()
 	for seed := first; seed < first+seeds; seed++ {
@@ -185,6 +188,13 @@ func TestInvariantsHoldUnderChaos(t *testing.T) {
 			}
 			if d, ok := history.SettleTime(s.History()); ok {
 				settles = append(settles, d)
+			}
+			if s.Bounds().Lease > 0 {
+				class, d := leaseClass(s), history.MaxLeaseOverlap(s.History())
+				if share := float64(d) / float64(s.Bounds().Lease); d > 0 && share >= shares[class] {
+					worst[class], shares[class] = seed, share
+				}
+				leases[class] = append(leases[class], d)
 			}
 			vs := history.CheckAll(s.History(), s.Bounds())
 			for _, rule := range rules(vs) {
@@ -212,6 +222,31 @@ func TestInvariantsHoldUnderChaos(t *testing.T) {
 	for _, rule := range slices.Sorted(maps.Keys(byRule)) {
 		t.Logf("%d seeds broke %q: %v", len(byRule[rule]), rule, byRule[rule])
 	}
+	for _, class := range slices.Sorted(maps.Keys(leases)) {
+		ds := leases[class]
+		slices.Sort(ds)
+		positive := 0
+		for _, d := range ds {
+			if d > 0 {
+				positive++
+			}
+		}
+		t.Logf("longest lease overlap per run, %s: %d runs, %d above zero, p50 %s, p90 %s, p99 %s, max %s; at most %.0f%% of the bound W (seed %d)",
+			class, len(ds), positive, percentile(ds, 50), percentile(ds, 90), percentile(ds, 99), percentile(ds, 100), 100*shares[class], worst[class])
+	}
+}
+
+// leaseClass names what a run did that bears on how long two leases
+// overlap: PreVote, restarts (durable or not) and handovers.
+func leaseClass(s *Simulator) string {
+	restarts := "none"
+	for _, e := range s.History().Events() {
+		if e.Kind == history.KindRestart {
+			restarts = fmt.Sprintf("durable=%t", e.Durable)
+			break
+		}
+	}
+	return fmt.Sprintf("prevote=%t restarts=%s handover=%t", !s.Config().Election.DisablePreVote, restarts, s.handovers > 0)
 }
 
 func TestSeed(t *testing.T) {
