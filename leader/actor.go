@@ -118,6 +118,11 @@ type actorRare struct {
 	// fatal is the error a callback returned while handling Ready; it
 	// terminates the actor once the loop unwinds.
 	fatal error
+	// slowCallbacks counts, by name, the user's callbacks that ran for the
+	// evidence window or longer, and slowWarnedAt is when one was last
+	// logged (slowcallback.go).
+	slowCallbacks map[string]uint64
+	slowWarnedAt  time.Time
 }
 
 // more returns the actor's rare fields to write, made on first use.
@@ -413,7 +418,10 @@ func (a *Actor) step(now time.Time, from gen.PID, msg any) {
 // set off from there (a Join whose flush ran HandleBecomeFollower, say) may
 // have failed; that error ends the actor too.
 func (a *Actor) userMessage(m *gen.MailboxMessage) error {
-	if err := a.behavior.HandleMessage(m.From, m.Message); err != nil {
+	start := time.Now()
+	err := a.behavior.HandleMessage(m.From, m.Message)
+	a.timed("HandleMessage", start)
+	if err != nil {
 		return err
 	}
 	return a.takeFatal()
@@ -448,7 +456,9 @@ func (a *Actor) handleCall(m *gen.MailboxMessage) error {
 	if r, ok := m.Message.(controlRequest); ok && a.core != nil {
 		result, err = a.control(r)
 	} else {
+		start := time.Now()
 		result, err = a.behavior.HandleCall(m.From, m.Ref, m.Message)
+		a.timed("HandleCall", start)
 	}
 	if reason := act.Answer(a, m, result, err); reason != nil {
 		return reason

@@ -184,6 +184,7 @@ var actorKeys = []actorKey{
 	{"ergo:coalescer", func(a *Actor) string { return formatCoalescer(a.share.coal.Stats()) }},
 	{"ergo:coalescer_dropped", func(a *Actor) string { return formatCounts(a.share.coal.Stats().Dropped) }},
 	{"ergo:runtime_timers", func(a *Actor) string { return strconv.FormatUint(a.inbox.owner.armed.Load(), 10) }},
+	{"ergo:slow_callbacks", func(a *Actor) string { return formatCounts(a.few().slowCallbacks) }},
 }
 
 // formatCoalescer renders the node's coalescer counters for ergo:coalescer
@@ -239,7 +240,10 @@ func (a *Actor) inspect(from gen.PID, items []string) map[string]string {
 			out[item] = unknownItem
 		}
 	}
-	for k, v := range a.behavior.HandleInspect(from, items...) {
+	start := time.Now()
+	user := a.behavior.HandleInspect(from, items...)
+	a.timed("HandleInspect", start)
+	for k, v := range user {
 		out[k] = v
 	}
 	return out

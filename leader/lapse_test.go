@@ -38,8 +38,12 @@ func TestALeaderBusyPastItsEvidenceWindowNoLongerReportsLeadership(t *testing.T)
 			require.Zero(t, got.token, "FencingToken gave the superseded leadership's token")
 			require.NotEqual(t, c.pids[old], got.leader, "Leader named the member itself: a request forwarded there would not be acted on")
 
-			// It then steps down and follows, as it would have.
+			// It then steps down and follows, as it would have, and says what
+			// cost it its leadership.
 			c.waitOneLeader(all(3))
+			in, err := leader.ParseInspection(c.inspect(old, "ergo:slow_callbacks"))
+			require.NoError(t, err)
+			require.Equal(t, map[string]uint64{"HandleMessage": 1}, in.SlowCallbacks)
 		})
 	}
 }
@@ -102,4 +106,25 @@ func TestAConfirmationThatRanPastTheEvidenceWindowStartsNoLeaderWork(t *testing.
 	c.waitOneLeader(all(3))
 	require.Zero(t, c.events.count(fmt.Sprintf("%s leads term %d", c.nodes[slow.member].Name(), slow.term)),
 		"HandleBecomeLeader ran for a leadership the cluster had moved away from")
+}
+
+// "Every long operation observable": each callback of the user's that ran
+// for the evidence window or longer is counted by name in
+// ergo:slow_callbacks (and logged, at most once a minute), a quick one is
+// not.
+func TestCallbacksThatRunPastTheEvidenceWindowAreCounted(t *testing.T) {
+	c := newCluster(t, 1, func(int) leader.Options { return leader.Options{ClusterID: "slow", MinClusterSize: 1} })
+	c.waitOneLeader(all(1))
+	_, err := c.nodes[0].Call(c.pids[0], "leader?")
+	require.NoError(t, err)
+	for range 2 {
+		b := blockFor{release: make(chan struct{}), seen: make(chan leadership, 1)}
+		require.NoError(t, c.nodes[0].Send(c.pids[0], b))
+		time.Sleep(200 * time.Millisecond) // past the 150 ms window: the handler runs at least this long
+		close(b.release)
+		<-b.seen
+	}
+	in, err := leader.ParseInspection(c.inspect(0, "ergo:slow_callbacks"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"HandleMessage": 2}, in.SlowCallbacks, "the quick HandleCall counted, or a slow HandleMessage missed")
 }

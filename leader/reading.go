@@ -105,6 +105,9 @@ type Inspection struct {
 	// RuntimeTimers counts the runtime timers the member armed for its
 	// election timers (ergo:runtime_timers).
 	RuntimeTimers uint64
+	// SlowCallbacks counts, by callback name, the user's callbacks that ran
+	// for the evidence window or longer (ergo:slow_callbacks).
+	SlowCallbacks map[string]uint64
 
 	// Raw is the map the inspection was parsed from, the user's keys and any
 	// key this version does not know included.
@@ -229,6 +232,14 @@ var inspectionFields = map[string]inspectionField{
 		})
 	},
 	"ergo:runtime_timers": uintField(func(in *Inspection) *uint64 { return &in.RuntimeTimers }),
+	"ergo:slow_callbacks": func(in *Inspection, v string) error {
+		return parseCounts(v, func(callback string, n uint64) {
+			if in.SlowCallbacks == nil {
+				in.SlowCallbacks = map[string]uint64{}
+			}
+			in.SlowCallbacks[callback] = n
+		})
+	},
 }
 
 // ParseInspection reads an inspection map. Unknown keys are kept in Raw

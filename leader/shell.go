@@ -110,7 +110,9 @@ func (a *Actor) applyEffect(e election.Effect) error {
 			// ended that leadership: the core would drop the answer anyway.
 			return nil
 		}
+		start := time.Now()
 		granted, err := a.behavior.HandleConfirmLeader()
+		a.timed("HandleConfirmLeader", start)
 		if err != nil {
 			a.Log().Warning("leader: HandleConfirmLeader failed at term %d, withholding leadership: %v", e.Term, err)
 		}
@@ -123,17 +125,23 @@ func (a *Actor) applyEffect(e election.Effect) error {
 			return nil
 		}
 		a.armReconfirm(e.Term)
-		if err := a.behavior.HandleBecomeLeader(); err != nil {
+		start := time.Now()
+		err := a.behavior.HandleBecomeLeader()
+		a.timed("HandleBecomeLeader", start)
+		if err != nil {
 			a.core.BecomeLeaderFailed(time.Now(), err)
 			a.Log().Error("leader: HandleBecomeLeader refused leadership at term %d: %v", e.Term, err)
 			return err
 		}
 	case election.EffectBecomeFollower:
 		a.stopReconfirm()
+		defer a.timed("HandleBecomeFollower", now)
 		return a.behavior.HandleBecomeFollower(e.PID)
 	case election.EffectPeerJoined:
+		defer a.timed("HandlePeerJoined", now)
 		return a.behavior.HandlePeerJoined(e.PID)
 	case election.EffectPeerLeft:
+		defer a.timed("HandlePeerLeft", now)
 		return a.behavior.HandlePeerLeft(e.PID)
 	case election.EffectMonitor:
 		a.monitor(now, e.PID)
@@ -504,7 +512,9 @@ func (a *Actor) reconfirm(t reconfirmTick) {
 	if a.rare != nil {
 		a.rare.reconfirmCancel = nil
 	}
+	start := time.Now()
 	granted, err := a.behavior.HandleConfirmLeader()
+	a.timed("HandleConfirmLeader", start)
 	if err != nil || !granted {
 		a.Log().Warning("leader: HandleConfirmLeader denied leadership at term %d mid-term (%v); stepping down", a.core.Term(), err)
 	}

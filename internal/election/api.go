@@ -305,6 +305,11 @@ func (c *Core) Leader() gen.PID {
 // IsLeader reports whether this member holds published leadership.
 func (c *Core) IsLeader() bool { return c.visibleRole() == RoleLeader }
 
+// EvidenceWindow is how recent a reply must be to count as evidence of
+// contact: ElectionTimeoutMin, or two heartbeat intervals when heartbeats
+// are not faster than that.
+func (c *Core) EvidenceWindow() time.Duration { return c.cfg.evidenceWindow() }
+
 // LeadsAt reports whether this member holds published leadership and, at
 // now, still has the quorum evidence its heartbeat tick checks. A leader
 // steps down only at a tick, and only once it is stepped: between the
