@@ -2,6 +2,7 @@ package observer
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -33,6 +34,7 @@ type metrics struct {
 	members  []memberGauge
 	up       *prometheus.Desc
 	dropped  *prometheus.Desc
+	slow     *prometheus.Desc
 	failover *prometheus.HistogramVec
 	network  networkDescs
 }
@@ -129,6 +131,9 @@ func newMetrics(node gen.Node) *metrics {
 		},
 		up:      desc("member_up", "1 when the member's inspection could be read, 0 otherwise."),
 		dropped: prometheus.NewDesc("regent_leader_messages_dropped_total", "Election messages the member dropped, by reason.", []string{"cluster", "node", "reason"}, nil),
+		slow: prometheus.NewDesc("regent_leader_slow_callbacks_total",
+			"Callbacks of the user's that ran for the evidence window or longer on the member, by callback: while one runs the actor neither beats nor answers.",
+			[]string{"cluster", "node", "callback"}, nil),
 		failover: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "regent_observer_failover_seconds",
 			Help: "Failovers seen by the observer's sampling: from the first sample that found no leader in a cluster that had one to the first that found one, " +
@@ -145,6 +150,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- m.up
 	ch <- m.dropped
+	ch <- m.slow
 	m.failover.Describe(ch)
 	for _, d := range m.network.all() {
 		ch <- d
@@ -204,13 +210,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			for _, g := range m.members {
 				ch <- prometheus.MustNewConstMetric(g.desc, g.kind, g.value(member), c.ID, member.Node)
 			}
-			reasons := make([]string, 0, len(member.Dropped))
-			for r := range member.Dropped {
-				reasons = append(reasons, r)
-			}
-			slices.Sort(reasons)
-			for _, r := range reasons {
-				ch <- prometheus.MustNewConstMetric(m.dropped, prometheus.CounterValue, float64(member.Dropped[r]), c.ID, member.Node, r)
+			for desc, counts := range map[*prometheus.Desc]map[string]uint64{m.dropped: member.Dropped, m.slow: member.SlowCallbacks} {
+				for _, label := range slices.Sorted(maps.Keys(counts)) {
+					ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(counts[label]), c.ID, member.Node, label)
+				}
 			}
 		}
 	}

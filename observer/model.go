@@ -129,8 +129,12 @@ type MemberReport struct {
 	// QuorumLostStepDowns counts the times this member stopped leading
 	// because it no longer reached a quorum.
 	QuorumLostStepDowns uint64 `json:"quorum_lost_stepdowns"`
-	Rounds              uint64 `json:"rounds"`
-	Timers              Timers `json:"timers"`
+	// SlowCallbacks counts, by name, the user's callbacks that ran for the
+	// evidence window or longer (ergo:slow_callbacks): time the actor
+	// neither beat nor answered.
+	SlowCallbacks map[string]uint64 `json:"slow_callbacks,omitempty"`
+	Rounds        uint64            `json:"rounds"`
+	Timers        Timers            `json:"timers"`
 	// View is the agreed view this member holds (docs/membership.md).
 	View View `json:"view"`
 	// PendingChange is, on a leader, the change proposed and not committed.
@@ -199,6 +203,7 @@ func parseMember(m *MemberReport, raw map[string]string) {
 	m.ConfirmDenied = in.ConfirmDenied
 	m.ElectionsStarted, m.ElectionsWon, m.LeadershipChanges = in.ElectionsStarted, in.ElectionsWon, in.LeadershipChanges
 	m.QuorumLostStepDowns, m.Rounds = in.QuorumLostStepDowns, in.Rounds
+	m.SlowCallbacks = in.SlowCallbacks
 	m.Unreachable = make([]string, 0, len(in.Unreachable))
 	for _, u := range in.Unreachable {
 		m.Unreachable = append(m.Unreachable, fmt.Sprintf("%s (%s ago)", u.Node, u.For))

@@ -47,6 +47,7 @@ func TestParseMember(t *testing.T) {
 		parseMember(&m, withValues(inspection(),
 			"ergo:unreachable", "c@h (1.5s ago), d@h (20ms ago)",
 			"ergo:dropped_by_reason", "stale_term=4, wrong_cluster=1",
+			"ergo:slow_callbacks", "HandleCall=1, HandleMessage=3",
 			"ergo:confirm_denied", "2"))
 		assert.Equal(t, RoleFollower, m.State)
 		assert.Equal(t, uint64(7), m.Term)
@@ -56,6 +57,7 @@ func TestParseMember(t *testing.T) {
 		assert.Equal(t, 3, m.MinClusterSize)
 		assert.Equal(t, []string{"c@h (1.5s ago)", "d@h (20ms ago)"}, m.Unreachable)
 		assert.Equal(t, map[string]uint64{"stale_term": 4, "wrong_cluster": 1}, m.Dropped)
+		assert.Equal(t, map[string]uint64{"HandleCall": 1, "HandleMessage": 3}, m.SlowCallbacks)
 		assert.Equal(t, uint64(2), m.ConfirmDenied)
 		assert.Equal(t, uint64(1), m.ElectionsStarted)
 		assert.Equal(t, uint64(1), m.LeadershipChanges)
