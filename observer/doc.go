@@ -21,8 +21,9 @@
 // own) are the sampler's latest reading, labelled by cluster
 // and member node: regent_leader_is_leader, _term, _view_size, _view_epoch,
 // _quorum, _member_up (gauges), regent_leader_elections_started_total,
-// _elections_won_total, _leadership_changes_total, _confirm_denied_total and
-// regent_leader_messages_dropped_total{reason} (counters, as the member
+// _elections_won_total, _leadership_changes_total, _confirm_denied_total,
+// regent_leader_messages_dropped_total{reason} and
+// regent_leader_slow_callbacks_total{callback} (counters, as the member
 // counts them since it started). regent_observer_failover_seconds is the
 // observer's own histogram, labelled by cluster and observing node. The
 // node's own network counters are regent_network_peers,
