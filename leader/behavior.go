@@ -30,7 +30,8 @@ type ActorBehavior interface {
 	// leadership is published. false or an error withholds leadership, and
 	// the node re-campaigns after a backoff that grows with each denial. It
 	// runs on the actor's goroutine: answer from local state. A true that
-	// comes after the evidence of a majority lapsed publishes nothing.
+	// comes after the evidence of a majority lapsed publishes only once a
+	// majority answers the heartbeats the actor then sends.
 	HandleConfirmLeader() (bool, error)
 	// HandleBecomeLeader starts the singleton work. An error rolls the
 	// transition back and terminates the actor with that error.

@@ -128,3 +128,21 @@ func TestCallbacksThatRunPastTheEvidenceWindowAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]uint64{"HandleMessage": 2}, in.SlowCallbacks, "the quick HandleCall counted, or a slow HandleMessage missed")
 }
+
+// The other side of that rule: a HandleConfirmLeader slower than the
+// evidence window (200 ms against 150), on every member, does not keep the
+// cluster leaderless. A leader confirmed late sends heartbeats at once and
+// publishes on the first answers of a majority, so a leadership that the
+// others did not replace meanwhile is published.
+func TestAConfirmationSlowerThanTheEvidenceWindowStillElects(t *testing.T) {
+	c := newCluster(t, 3, func(int) leader.Options { return leader.Options{ClusterID: "slowconfirms"} }, func(i int, m *member) {
+		m.confirm = func() (bool, error) {
+			time.Sleep(200 * time.Millisecond)
+			return true, nil
+		}
+	})
+	l, _ := c.waitOneLeader(all(3))
+	got, err := c.nodes[l].Call(c.pids[l], "leader?")
+	require.NoError(t, err)
+	require.Equal(t, true, got)
+}

@@ -172,7 +172,7 @@ func (c *Core) AppendStateKey(b []byte, now time.Time) []byte {
 	b = appendNodes(b, standing(c.withdrawn, now))
 	b = appendNodes(b, slices.Sorted(maps.Keys(c.removals)))
 	b = c.camp.appendKey(b)
-	b = c.lead.appendKey(b, c.peers, c.clock())
+	b = c.lead.appendKey(b, c.peers, c.clock(), c.clock().at(now), c.cfg.evidenceWindow())
 	b = appendString(b, string(c.deadLeader))
 	b = c.deferred.appendKey(b, c.cfg, now)
 	return c.few().handover.appendKey(b, c.cfg, now)
@@ -250,13 +250,14 @@ func (camp *campaign) appendKey(b []byte) []byte {
 }
 
 // appendKey encodes a leadership; peers tell whether each admission's peer
-// answered since it was asked for, the only way its time is read.
-func (l *leadership) appendKey(b []byte, peers peerTable, k clock) []byte {
+// answered since it was asked for, the only way its time is read, and a
+// late confirmation is keyed as awaiting answers at now or not.
+func (l *leadership) appendKey(b []byte, peers peerTable, k clock, now instant, window time.Duration) []byte {
 	if l == nil {
 		return append(b, 0)
 	}
 	b = append(b, 1)
-	b = appendBools(b, l.committedInTerm, l.awaitingConfirm, l.visible)
+	b = appendBools(b, l.committedInTerm, l.awaitingConfirm, l.visible, l.confirmedLate, l.awaitsAnswers(now, window))
 	b = binary.AppendUvarint(b, uint64(len(l.adds)))
 	for _, node := range slices.Sorted(maps.Keys(l.adds)) {
 		a := l.adds[node]

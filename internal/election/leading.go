@@ -25,6 +25,19 @@ type leadership struct {
 	// and the user was told (HandleBecomeLeader).
 	awaitingConfirm bool
 	visible         bool
+	// confirmedLate: it granted after the evidence of a majority had lapsed,
+	// at confirmedAt; the leadership becomes visible once a majority answers
+	// again (maybeConfirm), and steps down if none has within the evidence
+	// window of confirmedAt (onHeartbeatTick).
+	confirmedLate bool
+	confirmedAt   instant
+}
+
+// awaitsAnswers reports whether l was confirmed late and its members may
+// still answer the heartbeats sent then: a tick at now leaves it leading
+// without the evidence of a majority, unpublished.
+func (l *leadership) awaitsAnswers(now instant, window time.Duration) bool {
+	return l.confirmedLate && now.Sub(l.confirmedAt) < window
 }
 
 // remove queues the removal of node for reason.
@@ -242,6 +255,10 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		return
 	}
 	c.tidyPeers(now)
+	if !c.quorumReached(now) && c.lead.awaitsAnswers(c.clock().at(now), c.cfg.evidenceWindow()) {
+		c.sendHeartbeats(now)
+		return
+	}
 	if !c.quorumReached(now) {
 		c.stats.quorumLost++
 		c.becomeFollower(now, gen.PID{})
@@ -300,9 +317,15 @@ func (c *Core) publishable() bool {
 
 // maybeConfirm asks HandleConfirmLeader once leadership is publishable, and
 // withdraws a visible leadership whose view fell below MinClusterSize.
-func (c *Core) maybeConfirm() {
+func (c *Core) maybeConfirm(now time.Time) {
 	l := c.lead
 	if l == nil {
+		return
+	}
+	if l.confirmedLate {
+		if c.publishable() && c.quorumReached(now) {
+			l.confirmedLate, l.visible = false, true
+		}
 		return
 	}
 	if l.visible {
@@ -324,17 +347,19 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 	}
 	c.lead.awaitingConfirm = false
 	if granted && err == nil {
-		if !c.quorumReached(now) {
-			// The confirmation took longer than the evidence of a majority
-			// lasted, and no tick could step down meanwhile: the others may
-			// have elected someone else. Publishing now would start the
-			// user's leader work beside them; the tick would step down.
-			c.stats.quorumLost++
-			c.becomeFollower(now, gen.PID{})
-			return
-		}
 		if c.rare != nil {
 			c.rare.denials = 0
+		}
+		if !c.quorumReached(now) {
+			// The confirmation took longer than the evidence of a majority
+			// lasted, and no heartbeat went out meanwhile: the others may
+			// have elected someone else, and publishing now would start the
+			// user's leader work beside them. Publish once a majority
+			// answers again (maybeConfirm): heartbeats go out now, and the
+			// ticks of the evidence window that follows do not step down.
+			c.lead.confirmedLate, c.lead.confirmedAt = true, c.clock().at(now)
+			c.sendHeartbeats(now)
+			return
 		}
 		c.lead.visible = true
 		return

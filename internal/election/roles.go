@@ -98,7 +98,7 @@ func (c *Core) below() string {
 // change of a follower's leader, and when leadership or a candidacy ends
 // below the floor.
 func (c *Core) publish(now time.Time) {
-	c.maybeConfirm()
+	c.maybeConfirm(now)
 	c.judgeHandover(now)
 	if c.role != RoleLeader && c.armed[TimerElection] != c.mayCampaign() {
 		c.armCampaign(now)

@@ -196,20 +196,17 @@ func TestConfirmLeaderGatesLeadership(t *testing.T) {
 }
 
 // "HandleConfirmLeader runs after this node won an election and before its
-// leadership is published": a confirmation that took longer than the
-// evidence of a majority lasted publishes nothing, and the member steps down
-// as its next tick would, for the others may have elected someone else
-// meanwhile. HandleBecomeLeader must not start leader work beside them.
-func TestAConfirmationThatOutlastsTheEvidencePublishesNothing(t *testing.T) {
-	for _, slow := range []bool{false, true} {
+// leadership is published": a confirmation that came after the evidence of
+// a majority lapsed (a slow callback: no heartbeat went out meanwhile, and
+// the others may have elected someone else) publishes only once a majority
+// answers the heartbeats the member sends then; without such answers
+// within the evidence window it steps down as a tick would. Either way,
+// HandleBecomeLeader never starts leader work on lapsed evidence.
+func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *testing.T) {
+	lateWin := func(t *testing.T, late time.Duration) (*harness, uint64, Ready) {
 		h := newAgreed(t, 2, nil)
-		window := h.c.cfg.evidenceWindow()
 		h.confirm = func(uint64) (bool, error) {
-			if slow {
-				h.advance(window) // the callback ran that long
-			} else {
-				h.advance(window - time.Millisecond)
-			}
+			h.advance(late) // the callback ran that long
 			return true, nil
 		}
 		term := h.campaign()
@@ -217,16 +214,41 @@ func TestAConfirmationThatOutlastsTheEvidencePublishesNothing(t *testing.T) {
 		h.ack(2, term)
 		rd := h.take()
 		require.Len(t, effectsIn(rd, EffectConfirm), 1)
-		if !slow {
-			assert.Len(t, effectsIn(rd, EffectBecomeLeader), 1, "a confirmation within the window publishes")
-			assert.Equal(t, RoleLeader, h.c.Role())
-			continue
-		}
-		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published a leadership whose evidence had lapsed")
-		assert.Equal(t, RoleFollower, h.c.Role())
-		assert.Equal(t, uint64(1), h.c.Status(h.now).QuorumLostStepDowns)
-		assert.Zero(t, h.c.Status(h.now).ConfirmDenied, "not a denial: no backoff")
+		return h, term, rd
 	}
+	window := newAgreed(t, 2, nil).c.cfg.evidenceWindow()
+
+	t.Run("a confirmation within the window publishes at once", func(t *testing.T) {
+		h, _, rd := lateWin(t, window-time.Millisecond)
+		assert.Len(t, effectsIn(rd, EffectBecomeLeader), 1)
+		assert.Equal(t, RoleLeader, h.c.Role())
+	})
+
+	t.Run("a late one publishes on the first fresh answers of a majority", func(t *testing.T) {
+		h, term, rd := lateWin(t, window)
+		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published a leadership whose evidence had lapsed")
+		assert.False(t, h.c.IsLeader())
+		assert.True(t, h.c.IsProtocolLeader())
+		assert.Len(t, messagesOf[MessageHeartbeat](rd), 4, "the win's heartbeats, and at once again after the late confirmation")
+		h.fire(TimerHeartbeat) // a tick before any answer: within the window, no step-down
+		assert.True(t, h.c.IsProtocolLeader())
+		assert.Empty(t, effectsIn(h.take(), EffectBecomeLeader))
+		h.ack(2, term)
+		assert.Len(t, effectsIn(h.take(), EffectBecomeLeader), 1, "a majority answered: publish")
+		assert.True(t, h.c.LeadsAt(h.now))
+		assert.Zero(t, h.c.Status(h.now).ConfirmDenied, "a late confirmation is no denial")
+	})
+
+	t.Run("a late one that no majority answers within the window steps down", func(t *testing.T) {
+		h, _, _ := lateWin(t, window)
+		confirmed := h.now
+		for h.c.IsProtocolLeader() {
+			h.fire(TimerHeartbeat)
+			assert.Empty(t, effectsIn(h.take(), EffectBecomeLeader))
+		}
+		assert.LessOrEqual(t, h.now.Sub(confirmed), window+h.c.cfg.HeartbeatInterval)
+		assert.Equal(t, uint64(1), h.c.Status(h.now).QuorumLostStepDowns)
+	})
 }
 
 // "Returning an error rolls the transition back: the actor steps down again."
