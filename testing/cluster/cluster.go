@@ -197,7 +197,7 @@ func (c *Cluster) launch(i int) error {
 		err  error
 	)
 	if c.procs != nil {
-		proc, pid, err = c.procs.launch(m, opts)
+		proc, pid, err = c.procs.launch(m, life, opts)
 	} else {
 		n, pid, err = c.launchInProcess(m, opts, life)
 	}

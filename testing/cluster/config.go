@@ -18,6 +18,7 @@ const (
 	DefaultKeepAlivePeriod           = 200 * time.Millisecond
 	DefaultKeepAliveTimeout          = time.Second
 	DefaultPollInterval              = 10 * time.Millisecond
+	DefaultWorkEvery                 = 2 * time.Millisecond
 	// DefaultConverge bounds Check's "one leader after the last heal" rule:
 	// keepalive, reconnection and a few election rounds on a loaded machine.
 	DefaultConverge = 15 * time.Second
@@ -64,10 +65,25 @@ type Config struct {
 	HoldDials bool
 	// Seed makes the proxies' random choices (jitter, loss) reproducible.
 	Seed uint64
+	// Worker, in OS-process mode, makes every member run a worker that
+	// records each act it does as leader (see WorkerConfig).
+	Worker *WorkerConfig
 	// Bounds are Check's timed bounds; a zero field takes its default:
 	// StepDown is the largest ElectionTimeoutMax plus two HeartbeatIntervals
 	// (plus PollInterval in OS-process mode), Converge is DefaultConverge.
 	Bounds history.Bounds
+}
+
+// WorkerConfig describes the user's work in OS-process mode: each member
+// sends itself a work message every Every and, on each, appends one record
+// to <Dir>/<label>.<life> if IsLeader says it leads (ReadActs reads them).
+type WorkerConfig struct {
+	Dir   string
+	Every time.Duration
+	// Block is how long the next handler blocks after BlockHandler.
+	Block time.Duration
+	// ConfirmDelay is how long every HandleConfirmLeader takes.
+	ConfirmDelay time.Duration
 }
 
 // Member is what Factory gets to build member Index's behavior.
@@ -125,6 +141,16 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if w := c.Worker; w != nil {
+		if !c.Processes || w.Dir == "" {
+			return c, fmt.Errorf("cluster: a Worker needs OS-process mode and a Dir: %w", gen.ErrIncorrect)
+		}
+		if w.Every <= 0 {
+			cp := *w
+			cp.Every = DefaultWorkEvery
+			c.Worker = &cp
+		}
 	}
 	if c.Bounds.Converge == 0 {
 		c.Bounds.Converge = DefaultConverge

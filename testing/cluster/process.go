@@ -83,7 +83,7 @@ func startProcesses(c *Cluster) (*processes, error) {
 }
 
 // launch starts one member process and waits for its READY line.
-func (p *processes) launch(m *member, opts leader.Options) (*osProcess, gen.PID, error) {
+func (p *processes) launch(m *member, life int, opts leader.Options) (*osProcess, gen.PID, error) {
 	c := p.c
 	netOpts := c.cfg.networkOptions(nil)
 	spec := memberproc.Spec{
@@ -91,6 +91,9 @@ func (p *processes) launch(m *member, opts leader.Options) (*osProcess, gen.PID,
 		KeepAlivePeriod: netOpts.KeepAlivePeriod, KeepAliveTimeout: netOpts.KeepAliveTimeout,
 		HandshakeTimeout: netOpts.HandshakeTimeout, BackoffMin: netOpts.ReconnectBackoffMin, BackoffMax: netOpts.ReconnectBackoffMax,
 		LogLevel: c.cfg.LogLevel, Options: opts,
+	}
+	if w := c.cfg.Worker; w != nil {
+		spec.Worker = &memberproc.Worker{Record: actFile(w.Dir, c.cfg.label(m.index), life), Every: w.Every, Block: w.Block, ConfirmDelay: w.ConfirmDelay}
 	}
 	env, err := spec.Encode()
 	if err != nil {

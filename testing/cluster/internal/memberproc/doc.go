@@ -17,4 +17,7 @@
 //  2. Spec.Options carries every leader.Options field except the func ones
 //     (OnTransition, a PreferFunc's Less), which JSON skips; the harness reads
 //     the member's state by remote inspection instead.
+//  3. With Spec.Worker the actor is a Worker, which records every act it
+//     does as leader to a file; the main turns SIGUSR1 into Run's block
+//     channel, which blocks the worker's next handler.
 package memberproc

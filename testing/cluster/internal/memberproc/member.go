@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/regent-go/regent/gen"
@@ -29,6 +30,9 @@ type Spec struct {
 	// Options are the member's options; their func fields (OnTransition,
 	// a PreferFunc's Less) do not cross the process boundary.
 	Options leader.Options
+	// Worker, when set, makes the member's actor a Worker instead of a
+	// plain leader actor.
+	Worker *Worker `json:",omitempty"`
 }
 
 // Encode returns s as the value of EnvSpec.
@@ -57,8 +61,9 @@ type plain struct {
 func (p *plain) Init(args ...any) (leader.Options, error) { return p.opts, nil }
 
 // Run starts the member described by s, reports READY on out, and serves
-// until stop (graceful) or abort (abrupt) is closed.
-func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
+// until stop (graceful) or abort (abrupt) is closed. Each value on block
+// makes a Worker's next work message block for Worker.Block.
+func Run(s Spec, out io.Writer, stop, abort <-chan struct{}, block <-chan struct{}) error {
 	n, err := loopback.StartNode(s.Name, loopback.Options{
 		Cookie: s.Cookie,
 		Network: gen.NetworkOptions{
@@ -76,10 +81,34 @@ func Run(s Spec, out io.Writer, stop, abort <-chan struct{}) error {
 		return fmt.Errorf("memberproc: %w", err)
 	}
 	opts := s.Options
-	pid, err := n.SpawnRegister(s.Register, func() gen.ProcessBehavior { return &plain{opts: opts} }, gen.ProcessOptions{})
+	factory := func() gen.ProcessBehavior { return &plain{opts: opts} }
+	if s.Worker != nil {
+		f, err := os.OpenFile(s.Worker.Record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			n.StopForce()
+			return fmt.Errorf("memberproc: %w", err)
+		}
+		factory = func() gen.ProcessBehavior { return &worker{opts: opts, spec: *s.Worker, out: f} }
+	}
+	pid, err := n.SpawnRegister(s.Register, factory, gen.ProcessOptions{})
 	if err != nil {
 		n.StopForce()
 		return fmt.Errorf("memberproc: spawning %s: %w", s.Register, err)
+	}
+	if s.Worker != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go feed(n, pid, s.Worker.Every, done)
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-block:
+					_ = n.Send(pid, blockNext{})
+				}
+			}
+		}()
 	}
 	if _, err := fmt.Fprintf(out, "READY %d %d %s\n", pid.ID, pid.Creation, n.Network().AcceptorAddress()); err != nil {
 		n.StopForce()

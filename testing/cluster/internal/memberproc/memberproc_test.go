@@ -53,7 +53,7 @@ func TestRun(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			done <- Run(Spec{Name: "solo@127.0.0.1", Register: "leader", Cookie: "k", LogLevel: gen.LogLevelError,
-				Options: leader.Options{ClusterID: "solo", MinClusterSize: 1}}, w, stop, abort)
+				Options: leader.Options{ClusterID: "solo", MinClusterSize: 1}}, w, stop, abort, nil)
 		}()
 		line := make([]byte, 256)
 		n, err := r.Read(line)
