@@ -16,8 +16,9 @@ import (
 // than the evidence window, during which the other members may have
 // elected someone else, sees false once it goes on, and
 // HandleBecomeFollower follows when the actor next steps. It errs towards
-// false: acknowledgements that arrived while a handler ran count only
-// once it returns.
+// false, by a round trip at most: acknowledgements that arrived while a
+// handler ran count only once it returns, and a busy actor sends no
+// heartbeats for them to answer.
 func (a *Actor) IsLeader() bool { return a.core != nil && a.core.LeadsAt(time.Now()) }
 
 // Leader returns the PID of the leader this actor recognises (its own when it
@@ -45,8 +46,9 @@ func (a *Actor) Term() uint64 {
 
 // FencingToken returns a token that strictly increases with every change of
 // leadership in the cluster (the term of this leadership), zero when this
-// actor does not lead (as IsLeader says). Carry it with every irreversible action and let the
-// resource reject a token older than one it has seen.
+// actor does not lead (as IsLeader says). Read it right before every
+// irreversible action, carry it there, and let the resource reject a token
+// older than one it has seen.
 func (a *Actor) FencingToken() uint64 {
 	if !a.IsLeader() {
 		return 0
