@@ -204,17 +204,7 @@ func TestConfirmLeaderGatesLeadership(t *testing.T) {
 // HandleBecomeLeader never starts leader work on lapsed evidence.
 func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *testing.T) {
 	lateWin := func(t *testing.T, late time.Duration) (*harness, uint64, Ready) {
-		h := newAgreed(t, 2, nil)
-		h.confirm = func(uint64) (bool, error) {
-			h.advance(late) // the callback ran that long
-			return true, nil
-		}
-		term := h.campaign()
-		h.grant(2, term)
-		h.ack(2, term)
-		rd := h.take()
-		require.Len(t, effectsIn(rd, EffectConfirm), 1)
-		return h, term, rd
+		return winConfirmedAfter(t, nil, late)
 	}
 	window := newAgreed(t, 2, nil).c.cfg.evidenceWindow()
 
@@ -257,17 +247,9 @@ func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *test
 // have replaced meanwhile. It publishes on answers, as under the default
 // rule, and steps down when none come within the window.
 func TestALateConfirmationUnderContactEvidencePublishesOnAnswersNotOnItsOwnSends(t *testing.T) {
+	window := newAgreed(t, 2, nil).c.cfg.evidenceWindow()
 	lateWin := func(t *testing.T) (*harness, uint64) {
-		h := newAgreed(t, 2, func(c *Config) { c.Evidence = EvidenceContact })
-		h.confirm = func(uint64) (bool, error) {
-			h.advance(h.c.cfg.evidenceWindow())
-			return true, nil
-		}
-		term := h.campaign()
-		h.grant(2, term)
-		h.ack(2, term)
-		rd := h.take()
-		require.Len(t, effectsIn(rd, EffectConfirm), 1)
+		h, term, rd := winConfirmedAfter(t, func(c *Config) { c.Evidence = EvidenceContact }, window)
 		require.NotEmpty(t, messagesOf[MessageHeartbeat](rd))
 		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published on the heartbeats it sent itself")
 		assert.False(t, h.c.LeadsAt(h.now))
@@ -333,6 +315,23 @@ func TestALateConfirmationDoesNotOutliveADipBelowTheFloor(t *testing.T) {
 			assert.Equal(t, 2, confirms, "HandleConfirmLeader asked again after the dip")
 		})
 	}
+}
+
+// winConfirmedAfter makes n1 of three (tuned by tune) win an election whose
+// HandleConfirmLeader runs for late, and returns it with the term and what
+// it asked for.
+func winConfirmedAfter(t *testing.T, tune func(*Config), late time.Duration) (*harness, uint64, Ready) {
+	h := newAgreed(t, 2, tune)
+	h.confirm = func(uint64) (bool, error) {
+		h.advance(late) // the callback ran that long
+		return true, nil
+	}
+	term := h.campaign()
+	h.grant(2, term)
+	h.ack(2, term)
+	rd := h.take()
+	require.Len(t, effectsIn(rd, EffectConfirm), 1)
+	return h, term, rd
 }
 
 // "Returning an error rolls the transition back: the actor steps down again."
