@@ -255,11 +255,17 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		return
 	}
 	c.tidyPeers(now)
-	if !c.quorumReached(now) && c.lead.awaitsAnswers(c.clock().at(now), c.cfg.evidenceWindow()) {
-		c.sendHeartbeats(now)
-		return
+	reached := c.quorumReached(now)
+	if c.lead.confirmedLate {
+		// Only answers count until it publishes: under EvidenceContact the
+		// heartbeats it sent itself would otherwise.
+		reached = c.quorumAnswered(now)
+		if !reached && c.lead.awaitsAnswers(c.clock().at(now), c.cfg.evidenceWindow()) {
+			c.sendHeartbeats(now)
+			return
+		}
 	}
-	if !c.quorumReached(now) {
+	if !reached {
 		c.stats.quorumLost++
 		c.becomeFollower(now, gen.PID{})
 		return
@@ -287,10 +293,18 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 // quorumReached reports whether, at now, this leader reached a majority of
 // its view, itself included, within the evidence window (peer.reached):
 // the check of every heartbeat tick.
-func (c *Core) quorumReached(now time.Time) bool {
+func (c *Core) quorumReached(now time.Time) bool { return c.quorumBy(c.cfg.Evidence, now) }
+
+// quorumAnswered is quorumReached counting replies only, whatever the
+// rule: a leader confirmed late publishes on answers to the heartbeats it
+// sent then, never on having sent them, which EvidenceContact counts.
+func (c *Core) quorumAnswered(now time.Time) bool { return c.quorumBy(EvidenceReplies, now) }
+
+// quorumBy counts the members reached under rule e.
+func (c *Core) quorumBy(e Evidence, now time.Time) bool {
 	reached := 1
 	for _, m := range c.view.Members {
-		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(c.cfg.Evidence, c.clock().at(now), c.cfg.evidenceWindow()) {
+		if p := c.peers.get(m.Node); p != nil && m.Node != c.cfg.Self.Node && p.reached(e, c.clock().at(now), c.cfg.evidenceWindow()) {
 			reached++
 		}
 	}
@@ -322,14 +336,20 @@ func (c *Core) maybeConfirm(now time.Time) {
 	if l == nil {
 		return
 	}
-	if l.confirmedLate {
-		if c.publishable() && c.quorumReached(now) {
+	withdrawn := c.few().storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize
+	switch {
+	case l.confirmedLate && withdrawn:
+		// What would withdraw a visible leadership voids the confirmation
+		// it waits to publish on, as it voids a published one: once
+		// publishable again, HandleConfirmLeader is asked again.
+		l.confirmedLate = false
+	case l.confirmedLate:
+		if c.publishable() && c.quorumAnswered(now) {
 			l.confirmedLate, l.visible = false, true
 		}
 		return
-	}
-	if l.visible {
-		if c.few().storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize {
+	case l.visible:
+		if withdrawn {
 			l.visible = false
 		}
 		return

@@ -204,17 +204,7 @@ func TestConfirmLeaderGatesLeadership(t *testing.T) {
 // HandleBecomeLeader never starts leader work on lapsed evidence.
 func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *testing.T) {
 	lateWin := func(t *testing.T, late time.Duration) (*harness, uint64, Ready) {
-		h := newAgreed(t, 2, nil)
-		h.confirm = func(uint64) (bool, error) {
-			h.advance(late) // the callback ran that long
-			return true, nil
-		}
-		term := h.campaign()
-		h.grant(2, term)
-		h.ack(2, term)
-		rd := h.take()
-		require.Len(t, effectsIn(rd, EffectConfirm), 1)
-		return h, term, rd
+		return winConfirmedAfter(t, nil, late)
 	}
 	window := newAgreed(t, 2, nil).c.cfg.evidenceWindow()
 
@@ -249,6 +239,99 @@ func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *test
 		assert.LessOrEqual(t, h.now.Sub(confirmed), window+h.c.cfg.HeartbeatInterval)
 		assert.Equal(t, uint64(1), h.c.Status(h.now).QuorumLostStepDowns)
 	})
+}
+
+// Under EvidenceContact an accepted send counts as reaching a member, and a
+// late confirmation sends heartbeats at once: counting those would publish
+// at once, on no answer at all, the leadership of a member the others may
+// have replaced meanwhile. It publishes on answers, as under the default
+// rule, and steps down when none come within the window.
+func TestALateConfirmationUnderContactEvidencePublishesOnAnswersNotOnItsOwnSends(t *testing.T) {
+	window := newAgreed(t, 2, nil).c.cfg.evidenceWindow()
+	lateWin := func(t *testing.T) (*harness, uint64) {
+		h, term, rd := winConfirmedAfter(t, func(c *Config) { c.Evidence = EvidenceContact }, window)
+		require.NotEmpty(t, messagesOf[MessageHeartbeat](rd))
+		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published on the heartbeats it sent itself")
+		assert.False(t, h.c.LeadsAt(h.now))
+		return h, term
+	}
+
+	t.Run("answers publish it", func(t *testing.T) {
+		h, term := lateWin(t)
+		h.fire(TimerHeartbeat)
+		assert.Empty(t, effectsIn(h.take(), EffectBecomeLeader), "a tick's sends are no answer either")
+		require.True(t, h.c.IsProtocolLeader())
+		h.ack(2, term)
+		assert.Len(t, effectsIn(h.take(), EffectBecomeLeader), 1)
+		assert.True(t, h.c.LeadsAt(h.now))
+	})
+
+	t.Run("no answer within the window steps it down", func(t *testing.T) {
+		h, _ := lateWin(t)
+		confirmed := h.now
+		for h.c.IsProtocolLeader() {
+			h.fire(TimerHeartbeat)
+			assert.Empty(t, effectsIn(h.take(), EffectBecomeLeader))
+			require.LessOrEqual(t, h.now.Sub(confirmed), h.c.cfg.evidenceWindow()+h.c.cfg.HeartbeatInterval, "still leading on its own sends")
+		}
+	})
+}
+
+// A confirmation that came late and is still waiting for answers when the
+// view falls below MinClusterSize is void, as a published leadership is
+// withdrawn there: once the view grows back, HandleConfirmLeader is asked
+// again before HandleBecomeLeader runs, as it is for a leader confirmed in
+// time, instead of publishing on an answer given before the dip.
+func TestALateConfirmationDoesNotOutliveADipBelowTheFloor(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("late=%t", late), func(t *testing.T) {
+			h := newAgreed(t, 2, nil)
+			confirms := 0
+			h.confirm = func(uint64) (bool, error) {
+				confirms++
+				if late && confirms == 1 {
+					h.advance(h.c.cfg.evidenceWindow())
+				}
+				return true, nil
+			}
+			term := h.campaign()
+			h.grant(2, term)
+			h.ack(2, term)
+			require.Equal(t, 1, confirms)
+			require.NoError(t, h.c.Leave(h.now, nodeName(3)))
+			h.ack(2, term)
+			require.Equal(t, RoleUnclustered, h.c.Role(), "the view is below the floor")
+			h.advance(h.c.cfg.ElectionTimeoutMax) // the withdrawal's sticky period
+			h.step(3, MessageMembership{Header: hdr(3, term, ViewStamp{}), Add: []gen.ProcessID{procID(nodeName(3))}})
+			for i := 0; i < 5 && h.c.ViewSize() < 3; i++ {
+				h.ack(2, term)
+				h.ack(3, term)
+				h.fire(TimerHeartbeat)
+			}
+			h.ack(2, term)
+			h.ack(3, term)
+			h.take()
+			require.Equal(t, RoleLeader, h.c.Role(), "re-admitted: leadership visible again")
+			assert.Equal(t, 2, confirms, "HandleConfirmLeader asked again after the dip")
+		})
+	}
+}
+
+// winConfirmedAfter makes n1 of three (tuned by tune) win an election whose
+// HandleConfirmLeader runs for late, and returns it with the term and what
+// it asked for.
+func winConfirmedAfter(t *testing.T, tune func(*Config), late time.Duration) (*harness, uint64, Ready) {
+	h := newAgreed(t, 2, tune)
+	h.confirm = func(uint64) (bool, error) {
+		h.advance(late) // the callback ran that long
+		return true, nil
+	}
+	term := h.campaign()
+	h.grant(2, term)
+	h.ack(2, term)
+	rd := h.take()
+	require.Len(t, effectsIn(rd, EffectConfirm), 1)
+	return h, term, rd
 }
 
 // "Returning an error rolls the transition back: the actor steps down again."

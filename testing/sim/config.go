@@ -49,6 +49,13 @@ type Config struct {
 	Plan []Fault
 	// Chaos, when set, adds random faults drawn from Seed to Plan.
 	Chaos *Chaos
+	// ConfirmTakes is how long every HandleConfirmLeader runs before it
+	// grants. The member is busy meanwhile, as the leader shell is in a
+	// callback: the rest of that Ready (its messages included) and
+	// everything that reaches it (messages, timers, downs) wait until the
+	// answer. Zero (the default) answers at once, as the shell does with
+	// a confirmation that takes no time.
+	ConfirmTakes time.Duration
 }
 
 // BootstrapKind is a shape of the members' declared peers.
@@ -236,6 +243,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Members < 1:
 		return bad("Members must be at least 1, got %d", c.Members)
+	case c.ConfirmTakes < 0:
+		return bad("ConfirmTakes must not be negative")
 	case c.Network.Latency < 0 || c.Network.Jitter < 0 || c.Network.ReorderDelay < 0 || c.Network.DetectCrash < 0:
 		return bad("network delays must not be negative")
 	case c.Network.Loss < 0 || c.Network.Loss >= 1 || c.Network.Duplicate < 0 || c.Network.Duplicate >= 1 ||

@@ -33,7 +33,8 @@
 //     per-process registry does): there it can split its node's vote.
 //
 // A Simulator plays the leader shell for every actor: it persists HardState
-// (when Config.Durable), arms timers as queue entries, answers Confirm,
+// (when Config.Durable), arms timers as queue entries, answers Confirm (at
+// once, or after Config.ConfirmTakes, busy meanwhile),
 // monitors peers and reports their downs (gen.ErrNoConnection for a crash or
 // a detected cut, the real reason for a graceful stop), and reports sends
 // over a dead connection as failed. Everything it does is recorded in a

@@ -17,6 +17,7 @@ const (
 	itemPeerDown                 // member to's monitor of pid fires
 	itemDetect                   // the cut between to and peer is noticed
 	itemFault                    // a planned fault applies
+	itemConfirm                  // member to's HandleConfirmLeader answers (Config.ConfirmTakes)
 )
 
 // item is one future happening. Only the fields of its kind are set.
@@ -45,6 +46,10 @@ type item struct {
 	// its notice by the side that still receives (to being that side).
 	oneWay  bool
 	closing bool
+
+	// arrived marks a message that reached its actor's mailbox while the
+	// actor was busy (Config.ConfirmTakes), handed over when it is not.
+	arrived bool
 
 	fault Fault
 	// await, when not zero, marks the deadline of a fault that awaits a

@@ -72,6 +72,13 @@ type Simulator struct {
 	// handovers counts the MessageTimeoutNow delivered: a leader handing
 	// over (a preferred member, a stop).
 	handovers int
+	// late counts the confirmations answered after the evidence of a
+	// majority lapsed (Config.ConfirmTakes): the core then leads without
+	// publishing until a majority answers.
+	late int
+	// unbacked counts the publications of leadership (HandleBecomeLeader)
+	// made without the evidence of a majority at that instant.
+	unbacked int
 }
 
 // member is one simulated actor, a member or a second actor on a member's
@@ -99,7 +106,24 @@ type member struct {
 	lease      leaseState                            // the lease the history last recorded of this life
 	sentAt     []time.Duration                       // the distinct instants this life sent at, within an evidence window (leaseEnd)
 	lastVote   election.HardState
+	// confirming is the rest of the Ready a HandleConfirmLeader that takes
+	// Config.ConfirmTakes holds up, nil when none runs; the life steps
+	// nothing until busyUntil.
+	confirming *confirming
+	busyUntil  time.Duration
 }
+
+// confirming is what waits for a HandleConfirmLeader to answer: its term,
+// and the effects after it and the messages of its Ready.
+type confirming struct {
+	term     uint64
+	effects  []election.Effect
+	messages []election.Outbound
+}
+
+// busy reports whether m is in a HandleConfirmLeader at now; what reaches
+// it then waits in its mailbox.
+func (m *member) busy(now time.Duration) bool { return m.confirming != nil && now < m.busyUntil }
 
 func (m *member) rogue() bool { return m.host != "" }
 
@@ -182,6 +206,18 @@ func (s *Simulator) Now() time.Duration { return s.now }
 
 // Steps counts the queue items processed so far.
 func (s *Simulator) Steps() uint64 { return s.steps }
+
+// LateConfirmations counts the HandleConfirmLeader answers (of
+// Config.ConfirmTakes) that left their member leading unpublished: given
+// after the evidence of a majority lapsed, they publish only once a
+// majority answers again.
+func (s *Simulator) LateConfirmations() int { return s.late }
+
+// UnbackedPublications counts the members that became the visible leader
+// (HandleBecomeLeader) without the evidence of a majority at that instant
+// (Core.LeadsAt false): leader work started on lapsed evidence, which the
+// core must never do, however late its HandleConfirmLeader answered.
+func (s *Simulator) UnbackedPublications() int { return s.unbacked }
 
 // Fingerprint digests every step processed so far (time, kind, member,
 // message); two runs that did the same things have the same fingerprint.
@@ -324,6 +360,8 @@ func (s *Simulator) Step() bool {
 		s.detect(it)
 	case itemFault:
 		s.planned(it)
+	case itemConfirm:
+		s.confirmed(it)
 	}
 	if s.changed {
 		s.changed = false
@@ -454,6 +492,7 @@ func (s *Simulator) nameOf(id gen.ProcessID) string {
 // durable, declaring its peers.
 func (s *Simulator) start(m *member) error {
 	m.life++
+	m.confirming, m.busyUntil = nil, 0
 	m.live = true
 	m.started = s.now
 	m.stopped = false
@@ -519,10 +558,11 @@ func (s *Simulator) start(m *member) error {
 
 // drain handles every Ready of m as the leader shell would, then records
 // m's state if it changed.
-func (s *Simulator) drain(m *member) {
-	now := s.clock()
-	viewChanged := false
-	for m.core.HasReady() {
+func (s *Simulator) drain(m *member) { s.drainFrom(m, false) }
+
+// drainFrom is drain after a part of a Ready that changed the view or not.
+func (s *Simulator) drainFrom(m *member, viewChanged bool) {
+	for m.confirming == nil && m.core.HasReady() {
 		rd := m.core.Ready()
 		if rd.HardState != nil {
 			m.stored = *rd.HardState
@@ -536,25 +576,74 @@ func (s *Simulator) drain(m *member) {
 			m.armed[op.Timer.Kind] = op.Timer
 			s.push(&item{at: s.now + op.After, kind: itemTimer, to: m.index, life: m.life, timer: op.Timer})
 		}
-		for _, e := range rd.Effects {
-			switch e.Kind {
-			case election.EffectConfirm:
-				m.core.ConfirmResult(now, e.Term, true, nil)
-			case election.EffectMonitor:
-				s.monitor(m, e.PID)
-			case election.EffectDemonitor:
-				m.monitors = slices.DeleteFunc(m.monitors, func(p gen.PID) bool { return p == e.PID })
-			case election.EffectViewChanged:
-				viewChanged = true
-				s.noteChange(m, e)
-			}
-		}
-		for _, out := range rd.Messages {
-			s.send(m, out)
-		}
+		s.carryOut(m, rd.Effects, rd.Messages, &viewChanged)
+	}
+	if m.core.IsLeader() && m.last.role != election.RoleLeader && !m.core.LeadsAt(s.clock()) {
+		s.unbacked++
 	}
 	s.recordState(m, viewChanged)
 	s.recordLease(m)
+}
+
+// carryOut runs a Ready's effects in order, then sends its messages. A
+// HandleConfirmLeader that takes Config.ConfirmTakes holds up the rest,
+// until its answer (confirmed).
+func (s *Simulator) carryOut(m *member, effects []election.Effect, messages []election.Outbound, viewChanged *bool) {
+	for i, e := range effects {
+		switch e.Kind {
+		case election.EffectConfirm:
+			if d := s.cfg.ConfirmTakes; d > 0 {
+				m.confirming = &confirming{term: e.Term, effects: effects[i+1:], messages: messages}
+				m.busyUntil = s.now + d
+				s.push(&item{at: m.busyUntil, kind: itemConfirm, to: m.index, life: m.life})
+				return
+			}
+			m.core.ConfirmResult(s.clock(), e.Term, true, nil)
+		case election.EffectMonitor:
+			s.monitor(m, e.PID)
+		case election.EffectDemonitor:
+			m.monitors = slices.DeleteFunc(m.monitors, func(p gen.PID) bool { return p == e.PID })
+		case election.EffectViewChanged:
+			*viewChanged = true
+			s.noteChange(m, e)
+		}
+	}
+	for _, out := range messages {
+		s.send(m, out)
+	}
+}
+
+// confirmed answers m's slow HandleConfirmLeader with a grant, as the shell
+// does when it returns, and carries out what it held up.
+func (s *Simulator) confirmed(it *item) {
+	m := s.actors[it.to]
+	c := m.confirming
+	if !m.live || m.life != it.life || c == nil {
+		return
+	}
+	m.confirming = nil
+	if m.core.IsProtocolLeader() && m.core.Term() == c.term {
+		m.core.ConfirmResult(s.clock(), c.term, true, nil)
+		if m.core.IsProtocolLeader() && !m.core.IsLeader() {
+			s.late++
+		}
+	}
+	viewChanged := false
+	s.carryOut(m, c.effects, c.messages, &viewChanged)
+	s.drainFrom(m, viewChanged)
+}
+
+// waits puts it back in the queue for when m's HandleConfirmLeader answers,
+// and reports whether it did: what reaches a busy member waits in its
+// mailbox, in order.
+func (s *Simulator) waits(m *member, it *item) bool {
+	if !m.busy(s.now) {
+		return false
+	}
+	again := *it
+	again.at, again.arrived = m.busyUntil, true
+	s.push(&again)
+	return true
 }
 
 // noteChange marks a view change a leader proposed (a member added or
@@ -664,9 +753,19 @@ func (s *Simulator) deliver(it *item) {
 	// loses what was in flight.
 	sent := from != nil && from.pid == it.from && (from.live || from.stopped)
 	switch {
+	case it.arrived && (to == nil || !to.live || to.life != it.life):
+		s.mix(0)
+		return
+	case it.arrived:
 	case !sent, to == nil || !to.live,
 		it.target != (gen.PID{}) && it.target != to.pid, s.cut[from.node][to.node], s.oneway[from.node][to.node]:
 		s.mix(0)
+		return
+	}
+	if !it.arrived {
+		it.life = to.life
+	}
+	if s.waits(to, it) {
 		return
 	}
 	s.mix(1, uint64(from.index))
@@ -680,7 +779,7 @@ func (s *Simulator) deliver(it *item) {
 // fire hands a timer back to its core if it is the current arming.
 func (s *Simulator) fire(it *item) {
 	m := s.actors[it.to]
-	if t, ok := m.armed[it.timer.Kind]; !m.live || m.life != it.life || !ok || t != it.timer {
+	if t, ok := m.armed[it.timer.Kind]; !m.live || m.life != it.life || !ok || t != it.timer || s.waits(m, it) {
 		return
 	}
 	delete(m.armed, it.timer.Kind)
@@ -691,7 +790,7 @@ func (s *Simulator) fire(it *item) {
 // peerDown fires m's monitor of a peer, once.
 func (s *Simulator) peerDown(it *item) {
 	m := s.actors[it.to]
-	if !m.live || m.life != it.life || !slices.Contains(m.monitors, it.pid) {
+	if !m.live || m.life != it.life || !slices.Contains(m.monitors, it.pid) || s.waits(m, it) {
 		return
 	}
 	m.monitors = slices.DeleteFunc(m.monitors, func(p gen.PID) bool { return p == it.pid })
