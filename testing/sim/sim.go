@@ -216,7 +216,10 @@ func (s *Simulator) LateConfirmations() int { return s.late }
 // UnbackedPublications counts the members that became the visible leader
 // (HandleBecomeLeader) without the evidence of a majority at that instant
 // (Core.LeadsAt false): leader work started on lapsed evidence, which the
-// core must never do, however late its HandleConfirmLeader answered.
+// core must never do, however late its HandleConfirmLeader answered. Under
+// EvidenceReplies only: under EvidenceContact a send the runtime accepted
+// is evidence until it is reported failed, so a publication on sends that
+// fail in the same Ready (a cut) is the contact rule, not a lapse.
 func (s *Simulator) UnbackedPublications() int { return s.unbacked }
 
 // Fingerprint digests every step processed so far (time, kind, member,
@@ -578,7 +581,7 @@ func (s *Simulator) drainFrom(m *member, viewChanged bool) {
 		}
 		s.carryOut(m, rd.Effects, rd.Messages, &viewChanged)
 	}
-	if m.core.IsLeader() && m.last.role != election.RoleLeader && !m.core.LeadsAt(s.clock()) {
+	if s.cfg.Election.Evidence == election.EvidenceReplies && m.core.IsLeader() && m.last.role != election.RoleLeader && !m.core.LeadsAt(s.clock()) {
 		s.unbacked++
 	}
 	s.recordState(m, viewChanged)
