@@ -31,18 +31,27 @@ func (a *Actor) flush() {
 				a.applyTimer(now, op)
 			}
 		}
+		sent := !durable // nothing may leave before the state it rests on is on disk
+		sendAll := func() {
+			if !sent {
+				sent = true
+				for _, out := range rd.Messages {
+					a.send(out)
+				}
+			}
+		}
 		for _, effect := range rd.Effects {
+			if effect.Kind == election.EffectConfirm {
+				// HandleConfirmLeader may hold the actor a while: what the
+				// core sent with the question (its heartbeats) leaves first.
+				sendAll()
+			}
 			if err := a.applyEffect(effect); err != nil {
 				a.more().fatal = err
 				return
 			}
 		}
-		if !durable {
-			continue // nothing may leave before the state it rests on is on disk
-		}
-		for _, out := range rd.Messages {
-			a.send(out)
-		}
+		sendAll()
 	}
 	if a.few().fatal == nil {
 		a.extendElection()

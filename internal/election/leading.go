@@ -357,6 +357,11 @@ func (c *Core) maybeConfirm(now time.Time) {
 	if !l.awaitingConfirm && c.publishable() {
 		l.awaitingConfirm = true
 		c.effect(Effect{Kind: EffectConfirm, Term: c.term})
+		// HandleConfirmLeader holds the actor; heartbeats sent as it is asked
+		// (the shell sends them first) keep the members from timing out
+		// for as long as they can, and their answers are the evidence it
+		// publishes on when the answer comes.
+		c.sendHeartbeats(now)
 	}
 }
 

@@ -219,7 +219,7 @@ func TestAConfirmationThatOutlastsTheEvidencePublishesOnlyOnFreshAnswers(t *test
 		assert.Empty(t, effectsIn(rd, EffectBecomeLeader), "published a leadership whose evidence had lapsed")
 		assert.False(t, h.c.IsLeader())
 		assert.True(t, h.c.IsProtocolLeader())
-		assert.Len(t, messagesOf[MessageHeartbeat](rd), 4, "the win's heartbeats, and at once again after the late confirmation")
+		assert.Len(t, messagesOf[MessageHeartbeat](rd), 6, "the win's heartbeats, those sent with the question, and at once again after the late answer")
 		h.fire(TimerHeartbeat) // a tick before any answer: within the window, no step-down
 		assert.True(t, h.c.IsProtocolLeader())
 		assert.Empty(t, effectsIn(h.take(), EffectBecomeLeader))

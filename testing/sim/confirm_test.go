@@ -3,10 +3,12 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/regent-go/regent/testing/history"
 )
@@ -61,4 +63,40 @@ func slowBounds(s *Simulator) history.Bounds {
 		b.StepDown += s.Config().ConfirmTakes + evidenceWindow(e) + e.HeartbeatInterval
 	}
 	return b
+}
+
+// TestSlowConfirmationsSweep measures what a slow HandleConfirmLeader costs
+// a quiet five-member cluster: for confirmations taking multiples of the
+// evidence window W, the virtual time to the first published leader over
+// 30 seeds, and how many seeds had none within 20 s. Virtual time, so the
+// figures are the same on any machine; REGENT_SIM_CONFIRM_SWEEP=1 runs it.
+func TestSlowConfirmationsSweep(t *testing.T) {
+	if envUint(t, "REGENT_SIM_CONFIRM_SWEEP", 0) == 0 {
+		t.Skip("set REGENT_SIM_CONFIRM_SWEEP=1 to run")
+	}
+	const seeds, limit = 30, 20 * time.Second
+	for _, k := range []float64{0.75, 1, 1.25, 1.5, 1.75, 2} {
+		var took []time.Duration
+		none := 0
+		for seed := uint64(1); seed <= seeds; seed++ {
+			cfg := quiet(seed, nil)
+			w := evidenceWindow(cfg.withDefaults().Election)
+			cfg.ConfirmTakes = time.Duration(k * float64(w))
+			s, err := New(cfg)
+			require.NoError(t, err)
+			start := s.Now()
+			if !s.RunUntil(func() bool { return len(s.Leaders()) == 1 }, limit) {
+				none++
+				continue
+			}
+			took = append(took, s.Now()-start)
+		}
+		slices.Sort(took)
+		if len(took) == 0 {
+			t.Logf("confirmation %.2fW: no leader within %v in any of %d seeds", k, limit, seeds)
+			continue
+		}
+		t.Logf("confirmation %.2fW: first leader p50 %v, max %v; none within %v in %d of %d seeds",
+			k, percentile(took, 50).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), limit, none, seeds)
+	}
 }

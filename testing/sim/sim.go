@@ -116,9 +116,8 @@ type member struct {
 // confirming is what waits for a HandleConfirmLeader to answer: its term,
 // and the effects after it and the messages of its Ready.
 type confirming struct {
-	term     uint64
-	effects  []election.Effect
-	messages []election.Outbound
+	term    uint64
+	effects []election.Effect
 }
 
 // busy reports whether m is in a HandleConfirmLeader at now; what reaches
@@ -588,15 +587,20 @@ func (s *Simulator) drainFrom(m *member, viewChanged bool) {
 	s.recordLease(m)
 }
 
-// carryOut runs a Ready's effects in order, then sends its messages. A
-// HandleConfirmLeader that takes Config.ConfirmTakes holds up the rest,
-// until its answer (confirmed).
+// carryOut runs a Ready's effects in order, then sends its messages; as the
+// shell does, a HandleConfirmLeader has them sent first. One that takes
+// Config.ConfirmTakes holds up the effects after it until its answer
+// (confirmed).
 func (s *Simulator) carryOut(m *member, effects []election.Effect, messages []election.Outbound, viewChanged *bool) {
 	for i, e := range effects {
 		switch e.Kind {
 		case election.EffectConfirm:
 			if d := s.cfg.ConfirmTakes; d > 0 {
-				m.confirming = &confirming{term: e.Term, effects: effects[i+1:], messages: messages}
+				// The shell sends a Ready's messages before it asks.
+				for _, out := range messages {
+					s.send(m, out)
+				}
+				m.confirming = &confirming{term: e.Term, effects: effects[i+1:]}
 				m.busyUntil = s.now + d
 				s.push(&item{at: m.busyUntil, kind: itemConfirm, to: m.index, life: m.life})
 				return
@@ -632,7 +636,7 @@ func (s *Simulator) confirmed(it *item) {
 		}
 	}
 	viewChanged := false
-	s.carryOut(m, c.effects, c.messages, &viewChanged)
+	s.carryOut(m, c.effects, nil, &viewChanged)
 	s.drainFrom(m, viewChanged)
 }
 
