@@ -61,3 +61,27 @@ func BenchmarkElectionOfFive(b *testing.B) {
 		nw.settle(5 * time.Second)
 	}
 }
+
+// BenchmarkLeadsAt is what leader.Actor.IsLeader costs a leader of five
+// (the quorum check at an instant), beside BenchmarkIsLeader, the visible
+// role alone that it used to read.
+func BenchmarkLeadsAt(b *testing.B) {
+	nw, l := settledLeader(b, 5, 1, nil)
+	now := nw.now
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.core.LeadsAt(now) {
+			b.Fatal("the settled leader does not lead")
+		}
+	}
+}
+
+func BenchmarkIsLeader(b *testing.B) {
+	_, l := settledLeader(b, 5, 1, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.core.IsLeader() {
+			b.Fatal("the settled leader does not lead")
+		}
+	}
+}
