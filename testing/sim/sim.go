@@ -114,7 +114,8 @@ type member struct {
 }
 
 // confirming is what waits for a HandleConfirmLeader to answer: its term,
-// and the effects after it and the messages of its Ready.
+// and the effects of its Ready after it (the Ready's messages went before
+// it, as the shell sends them).
 type confirming struct {
 	term    uint64
 	effects []election.Effect
