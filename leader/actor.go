@@ -343,7 +343,7 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		if reason := act.ExitReason(a, m); reason != nil {
 			return reason
 		}
-		return a.userMessage(m)
+		return a.userMessage(m, time.Now())
 	case gen.MailboxMessageTypeInspect:
 		act.AnswerInspect(a, m, a.inspect(m.From, act.InspectItems(m)))
 		return nil
@@ -354,7 +354,7 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 	switch msg := m.Message.(type) {
 	case timerFired:
 		if m.From.Node != a.PID().Node {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 		t, due := a.onTimerFired(now, msg)
 		if !due {
@@ -370,12 +370,12 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		return a.takeFatal()
 	case coalescedIn:
 		if m.From.Node != a.PID().Node {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 		return a.stepCoalesced(now, msg)
 	case coalescedFailed:
 		if m.From.Node != a.PID().Node {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 		a.core.SendFailed(now, msg.node, msg.err)
 	case election.MessageRequestVote, election.MessageVote, election.MessageHeartbeat,
@@ -383,12 +383,12 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		a.step(now, m.From, msg)
 	case reconfirmTick:
 		if !self || a.options.ConfirmInterval <= 0 {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 		a.reconfirm(msg)
 	case sameHostTick:
 		if !self || a.few().sameHost == nil {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 		a.onSameHostTick(now)
 	case MessageSubscribe:
@@ -397,10 +397,10 @@ func (a *Actor) handleMessage(m *gen.MailboxMessage) error {
 		a.unsubscribe(msg.Subscriber)
 	case gen.MessageDownPID:
 		if !a.electionDown(now, msg) {
-			return a.userMessage(m)
+			return a.userMessage(m, now)
 		}
 	default:
-		return a.userMessage(m)
+		return a.userMessage(m, now)
 	}
 	a.flush()
 	return a.takeFatal()
@@ -416,9 +416,9 @@ func (a *Actor) step(now time.Time, from gen.PID, msg any) {
 
 // userMessage hands a message to HandleMessage. A callback the user's code
 // set off from there (a Join whose flush ran HandleBecomeFollower, say) may
-// have failed; that error ends the actor too.
-func (a *Actor) userMessage(m *gen.MailboxMessage) error {
-	start := time.Now()
+// have failed; that error ends the actor too. start is when the message was
+// taken, the instant the callback's time is measured from (timed).
+func (a *Actor) userMessage(m *gen.MailboxMessage, start time.Time) error {
 	err := a.behavior.HandleMessage(m.From, m.Message)
 	a.timed("HandleMessage", start)
 	if err != nil {

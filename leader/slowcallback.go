@@ -24,7 +24,8 @@ func (a *Actor) timed(callback string, start time.Time) {
 	if a.core == nil {
 		return
 	}
-	took, window := time.Since(start), a.core.EvidenceWindow()
+	now := time.Now()
+	took, window := now.Sub(start), a.core.EvidenceWindow()
 	if took < window {
 		return
 	}
@@ -33,7 +34,6 @@ func (a *Actor) timed(callback string, start time.Time) {
 		r.slowCallbacks = make(map[string]uint64)
 	}
 	r.slowCallbacks[callback]++
-	now := time.Now()
 	if !r.slowWarnedAt.IsZero() && now.Sub(r.slowWarnedAt) < slowWarnEvery {
 		return
 	}

@@ -257,7 +257,7 @@ func (l *leadership) appendKey(b []byte, peers peerTable, k clock, now instant, 
 		return append(b, 0)
 	}
 	b = append(b, 1)
-	b = appendBools(b, l.committedInTerm, l.awaitingConfirm, l.visible, l.confirmedLate, l.awaitsAnswers(now, window))
+	b = appendBools(b, l.committedInTerm, l.awaitingConfirm, l.visible, !l.confirmedLate.IsZero(), l.awaitsAnswers(now, window))
 	b = binary.AppendUvarint(b, uint64(len(l.adds)))
 	for _, node := range slices.Sorted(maps.Keys(l.adds)) {
 		a := l.adds[node]

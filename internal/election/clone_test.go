@@ -145,8 +145,7 @@ var stateFields = map[string]string{
 	"leadership.removes":         "cloned; keyed as nodes: the reasons only explain",
 	"leadership.awaitingConfirm": "value; keyed",
 	"leadership.visible":         "value; keyed",
-	"leadership.confirmedLate":   "value; keyed",
-	"leadership.confirmedAt":     "value; keyed as awaiting answers at now (awaitsAnswers)",
+	"leadership.confirmedLate":   "value; keyed as set and as awaiting answers at now (awaitsAnswers)",
 
 	"admission.id":    "value; keyed",
 	"admission.since": "value; keyed as the peer's last message coming after it or not",

@@ -25,19 +25,18 @@ type leadership struct {
 	// and the user was told (HandleBecomeLeader).
 	awaitingConfirm bool
 	visible         bool
-	// confirmedLate: it granted after the evidence of a majority had lapsed,
-	// at confirmedAt; the leadership becomes visible once a majority answers
-	// again (maybeConfirm), and steps down if none has within the evidence
-	// window of confirmedAt (onHeartbeatTick).
-	confirmedLate bool
-	confirmedAt   instant
+	// confirmedLate is when it granted after the evidence of a majority had
+	// lapsed, zero when it did not: the leadership becomes visible once a
+	// majority answers again (maybeConfirm), and steps down if none has
+	// within the evidence window of that instant (onHeartbeatTick).
+	confirmedLate instant
 }
 
 // awaitsAnswers reports whether l was confirmed late and its members may
 // still answer the heartbeats sent then: a tick at now leaves it leading
 // without the evidence of a majority, unpublished.
 func (l *leadership) awaitsAnswers(now instant, window time.Duration) bool {
-	return l.confirmedLate && now.Sub(l.confirmedAt) < window
+	return !l.confirmedLate.IsZero() && now.Sub(l.confirmedLate) < window
 }
 
 // remove queues the removal of node for reason.
@@ -255,8 +254,10 @@ func (c *Core) onHeartbeatTick(now time.Time) {
 		return
 	}
 	c.tidyPeers(now)
-	reached := c.quorumReached(now)
-	if c.lead.confirmedLate {
+	var reached bool
+	if c.lead.confirmedLate.IsZero() {
+		reached = c.quorumReached(now)
+	} else {
 		// Only answers count until it publishes: under EvidenceContact the
 		// heartbeats it sent itself would otherwise.
 		reached = c.quorumAnswered(now)
@@ -338,14 +339,14 @@ func (c *Core) maybeConfirm(now time.Time) {
 	}
 	withdrawn := c.few().storageErr != nil || !c.agreed() || c.view.size() < c.cfg.MinClusterSize
 	switch {
-	case l.confirmedLate && withdrawn:
+	case !l.confirmedLate.IsZero() && withdrawn:
 		// What would withdraw a visible leadership voids the confirmation
 		// it waits to publish on, as it voids a published one: once
 		// publishable again, HandleConfirmLeader is asked again.
-		l.confirmedLate = false
-	case l.confirmedLate:
+		l.confirmedLate = 0
+	case !l.confirmedLate.IsZero():
 		if c.publishable() && c.quorumAnswered(now) {
-			l.confirmedLate, l.visible = false, true
+			l.confirmedLate, l.visible = 0, true
 		}
 		return
 	case l.visible:
@@ -382,7 +383,7 @@ func (c *Core) confirmResult(now time.Time, term uint64, granted bool, err error
 			// user's leader work beside them. Publish once a majority
 			// answers again (maybeConfirm): heartbeats go out now, and the
 			// ticks of the evidence window that follows do not step down.
-			c.lead.confirmedLate, c.lead.confirmedAt = true, c.clock().at(now)
+			c.lead.confirmedLate = c.clock().at(now)
 			c.sendHeartbeats(now)
 			return
 		}
